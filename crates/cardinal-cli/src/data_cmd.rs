@@ -1,0 +1,126 @@
+//! `cardinal data check`, `cardinal kb lint`, `cardinal kb stats`.
+
+use std::path::Path;
+
+use anyhow::Result;
+use cardinal_dataset::{CaseType, LoadedCase, Stats};
+use cardinal_kb::{ChunkerConfig, Diagnostics, KnowledgeBase, Lang};
+
+use crate::Outcome;
+
+/// Load the KB and the cases leniently: everything that parses, plus every problem.
+fn load_all(data: &Path) -> Result<(KnowledgeBase, Vec<LoadedCase>, Diagnostics)> {
+    let (kb, mut diags) = KnowledgeBase::load_lenient(&data.join("kb"))?;
+    let (cases, case_diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
+    diags.extend(case_diags);
+    Ok((kb, cases, diags))
+}
+
+fn report(diags: Diagnostics, ok_line: String) -> Outcome {
+    if diags.is_empty() {
+        println!("{ok_line}");
+        Outcome::Pass
+    } else {
+        let n = diags.len();
+        for d in diags.sorted().iter() {
+            eprintln!("{d}");
+        }
+        eprintln!("{n} problem(s) found");
+        Outcome::InputError
+    }
+}
+
+pub fn check(data: &Path) -> Result<Outcome> {
+    let (kb, cases, mut diags) = load_all(data)?;
+    diags.extend(cardinal_dataset::check(&kb, &cases));
+    let gold = cases.iter().filter(|c| c.case.has_gold()).count();
+    Ok(report(
+        diags,
+        format!(
+            "data check ok: {} cards, {} topics, {} cases ({gold} with gold), every gold id resolves",
+            kb.len(),
+            kb.topics().len(),
+            cases.len()
+        ),
+    ))
+}
+
+pub fn lint(data: &Path) -> Result<Outcome> {
+    let (kb, mut diags) = KnowledgeBase::load_lenient(&data.join("kb"))?;
+    diags.extend(cardinal_kb::lint::lint_kb(&kb)?);
+    Ok(report(
+        diags,
+        format!(
+            "kb lint ok: {} cards, synthetic-only invariant holds",
+            kb.len()
+        ),
+    ))
+}
+
+pub fn stats(data: &Path, json: bool) -> Result<Outcome> {
+    let (kb, cases, diags) = load_all(data)?;
+    if !diags.is_empty() {
+        eprintln!(
+            "warning: {} problem(s) in the data; counts cover what parsed (run `cardinal data check`)",
+            diags.len()
+        );
+    }
+    let s = cardinal_dataset::stats(&kb, &cases, &ChunkerConfig::default());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", render_stats(&s));
+    }
+    Ok(Outcome::Pass)
+}
+
+fn render_stats(s: &Stats) -> String {
+    let mut out = String::new();
+    out.push_str("Knowledge base\n");
+    out.push_str(&format!(
+        "  {:<8} {:>6} {:>7} {:>7} {:>6}\n",
+        "lang", "cards", "chunks", "claims", "rules"
+    ));
+    for (lang, k) in &s.kb {
+        out.push_str(&format!(
+            "  {:<8} {:>6} {:>7} {:>7} {:>6}\n",
+            lang.tag(),
+            k.cards,
+            k.chunks,
+            k.claims,
+            k.rules
+        ));
+    }
+    out.push_str(&format!(
+        "  topics: {} ({} in all three languages, {} with a medication-safety rule)\n\n",
+        s.topics, s.topics_complete, s.topics_with_safety_rule
+    ));
+    out.push_str("Cases (total / with gold / with 2+ gold)\n");
+    out.push_str(&format!("  {:<8}", "lang"));
+    for t in CaseType::ALL {
+        out.push_str(&format!(" {:>14}", t.as_str()));
+    }
+    out.push_str(&format!(" {:>8}\n", "total"));
+    for lang in Lang::ALL {
+        let Some(row) = s.cases.get(&lang) else {
+            continue;
+        };
+        out.push_str(&format!("  {:<8}", lang.tag()));
+        let mut total = 0;
+        for t in CaseType::ALL {
+            let c = row.get(&t).cloned().unwrap_or_default();
+            total += c.cases;
+            out.push_str(&format!(
+                " {:>14}",
+                format!("{}/{}/{}", c.cases, c.with_gold, c.multi_gold)
+            ));
+        }
+        out.push_str(&format!(" {total:>8}\n"));
+    }
+    out.push_str(&format!(
+        "  total: {} cards, {} cases\n",
+        s.total_cards(),
+        s.total_cases()
+    ));
+    out
+}

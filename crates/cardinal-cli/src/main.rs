@@ -1,0 +1,87 @@
+//! `cardinal`: the command line. Owns `anyhow` and the exit-code contract:
+//! 0 pass, 1 a gate failed, 2 usage or input error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod data_cmd;
+
+/// Cardinal: a card-grounded multilingual answering agent and its evaluation harness.
+/// Synthetic data only; not a medical device.
+#[derive(Debug, Parser)]
+#[command(name = "cardinal", version, about, long_about = None)]
+struct Cli {
+    /// The data directory holding `kb/` (cards) and `cases/` (evaluation cases).
+    #[arg(long, global = true, default_value = "data", env = "CARDINAL_DATA")]
+    data: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dataset gates over cards and cases.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+    /// Knowledge-base commands.
+    Kb {
+        #[command(subcommand)]
+        command: KbCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DataCommand {
+    /// Integrity gate: every card parses, every gold id is a card of the case's language,
+    /// ids are unique, every topic exists in en, es-419 and pt-BR. Exit 2 on any problem.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+enum KbCommand {
+    /// Synthetic-only gate: no real-looking e-mail, URL, phone number or national id;
+    /// `synthetic = true` on every card. Exit 2 on any problem.
+    Lint,
+    /// Counts: cards, chunks, claims and rules per language; topic coverage; cases per
+    /// language and type with gold counts.
+    Stats {
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What a command concluded, mapped to the exit-code contract.
+pub enum Outcome {
+    Pass,
+    GateFailed,
+    InputError,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Data {
+            command: DataCommand::Check,
+        } => data_cmd::check(&cli.data),
+        Command::Kb {
+            command: KbCommand::Lint,
+        } => data_cmd::lint(&cli.data),
+        Command::Kb {
+            command: KbCommand::Stats { json },
+        } => data_cmd::stats(&cli.data, json),
+    };
+    match result {
+        Ok(Outcome::Pass) => ExitCode::SUCCESS,
+        Ok(Outcome::GateFailed) => ExitCode::from(1),
+        Ok(Outcome::InputError) => ExitCode::from(2),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
