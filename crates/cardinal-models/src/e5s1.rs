@@ -151,7 +151,7 @@ pub fn parse(data: &[u8]) -> Result<E5s1<'_>> {
         let bytes = to_usize(c.u64("tensor byte count")?, "tensor bytes")?;
         let expected = match dtype {
             0 => elements * 4,
-            1 if elements % 32 == 0 => elements / 32 * 18,
+            1 if elements.is_multiple_of(32) => elements / 32 * 18,
             1 => {
                 return Err(ModelError::E5s1(format!(
                     "{name}: {elements} elements is not a multiple of the block size"
@@ -419,7 +419,7 @@ pub(crate) mod tests {
                     })
                     .collect()
             };
-            while payload.len() % 64 != 0 {
+            while !payload.len().is_multiple_of(64) {
                 payload.push(0);
             }
             let off = data_start + payload.len();

@@ -34,7 +34,7 @@ pub fn write_f32(out: &mut impl Write, tensors: &[TensorF32], what: &str) -> Res
     );
     let mut json = serde_json::to_vec(&serde_json::Value::Object(header))
         .map_err(|e| crate::ModelError::E5s1(format!("header: {e}")))?;
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let io = |e| crate::error::io_err(what)(e);
