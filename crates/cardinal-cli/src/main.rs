@@ -6,8 +6,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod data_cmd;
 mod models_cmd;
+mod progress;
+mod retrieval_cmd;
+mod settings;
 
 /// Cardinal: a card-grounded multilingual answering agent and its evaluation harness.
 /// Synthetic data only; not a medical device.
@@ -17,6 +21,8 @@ struct Cli {
     /// The data directory holding `kb/` (cards) and `cases/` (evaluation cases).
     #[arg(long, global = true, default_value = "data", env = "CARDINAL_DATA")]
     data: PathBuf,
+    #[command(flatten)]
+    retrieval: settings::RetrievalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,10 +39,54 @@ enum Command {
         #[command(subcommand)]
         command: KbCommand,
     },
+    /// Chunk and embed the knowledge base into the vector store (incremental: only changed
+    /// cards are re-embedded). Prints chunks/s at the end.
+    Ingest {
+        /// Print the ingest report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hybrid search of the knowledge base: cards with fused score, per-retriever ranks and
+    /// dense similarity. Ingests first if the store is stale.
+    Search {
+        /// The question, as a user would ask it.
+        query: String,
+        /// Language of the query; only cards of this language are searched.
+        #[arg(long, default_value = "en")]
+        lang: cardinal_kb::Lang,
+        /// Cards to return (default: retrieval.top_k of the configuration).
+        #[arg(short, long)]
+        k: Option<usize>,
+        /// Dense retrieval only.
+        #[arg(long, conflicts_with = "lexical_only")]
+        dense_only: bool,
+        /// BM25 only.
+        #[arg(long)]
+        lexical_only: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmarks on the real KB and models.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Pinned model artifacts (fetched from registry packages, never from a model hub).
     Models {
         #[command(subcommand)]
         command: ModelsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Ingest throughput (chunks/s) into a fresh store, query latency p50/p95 for dense,
+    /// lexical and hybrid over every case, and the best-cosine distribution of gold vs no_match
+    /// cases against the similarity floor.
+    Retrieval {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -95,6 +145,31 @@ fn main() -> ExitCode {
         Command::Kb {
             command: KbCommand::Stats { json },
         } => data_cmd::stats(&cli.data, json),
+        Command::Ingest { json } => settings::Settings::load(&cli.retrieval)
+            .and_then(|s| retrieval_cmd::ingest(&cli.data, &s, json)),
+        Command::Search {
+            query,
+            lang,
+            k,
+            dense_only,
+            lexical_only,
+            json,
+        } => {
+            let mode = if dense_only {
+                cardinal_retrieval::Mode::DenseOnly
+            } else if lexical_only {
+                cardinal_retrieval::Mode::LexicalOnly
+            } else {
+                cardinal_retrieval::Mode::Hybrid
+            };
+            settings::Settings::load(&cli.retrieval).and_then(|mut s| {
+                retrieval_cmd::search(&cli.data, &mut s, &query, lang, k, mode, json)
+            })
+        }
+        Command::Bench {
+            command: BenchCommand::Retrieval { json },
+        } => settings::Settings::load(&cli.retrieval)
+            .and_then(|s| bench_cmd::retrieval(&cli.data, &s, json)),
         Command::Models { command } => match command {
             ModelsCommand::Pull { names } => models_cmd::pull(&names),
             ModelsCommand::List => models_cmd::list(),

@@ -18,6 +18,14 @@ pub enum LlmError {
     /// The server answered something that is not a chat completion.
     #[error("malformed response from {endpoint}: {message}")]
     Malformed { endpoint: String, message: String },
+    /// The response body ended before the length the server announced (or the connection broke
+    /// while it was being read), after retries.
+    #[error("truncated response from {endpoint} after {attempts} attempt(s): {message}")]
+    Truncated {
+        endpoint: String,
+        attempts: u32,
+        message: String,
+    },
     /// The local model failed to load or run.
     #[error("local model error: {0}")]
     Local(String),

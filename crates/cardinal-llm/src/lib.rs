@@ -1,8 +1,19 @@
 //! Chat completion behind one trait ([`ChatModel`]); backends live in their own modules.
+//!
+//! * [`openai`]: [`OpenAiClient`], any OpenAI-compatible `/v1/chat/completions` server.
+//! * [`cache`]: [`CachedModel`], a content-addressed on-disk response cache over any model.
+//! * `testing` (cargo feature `testing`): a scripted OpenAI-compatible server and a counting
+//!   fake model for tests.
 
+pub mod cache;
 pub mod error;
+pub mod openai;
+#[cfg(feature = "testing")]
+pub mod testing;
 
+pub use cache::{CacheMode, CacheStats, CachedModel};
 pub use error::{LlmError, Result};
+pub use openai::{OpenAiClient, OpenAiConfig};
 
 use serde::{Deserialize, Serialize};
 
@@ -95,4 +106,24 @@ pub trait ChatModel: Send + Sync {
 
     /// Complete a conversation.
     fn complete(&self, messages: &[Message], params: &GenParams) -> Result<Completion>;
+}
+
+impl<T: ChatModel + ?Sized> ChatModel for std::sync::Arc<T> {
+    fn id(&self) -> String {
+        (**self).id()
+    }
+
+    fn complete(&self, messages: &[Message], params: &GenParams) -> Result<Completion> {
+        (**self).complete(messages, params)
+    }
+}
+
+impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
+    fn id(&self) -> String {
+        (**self).id()
+    }
+
+    fn complete(&self, messages: &[Message], params: &GenParams) -> Result<Completion> {
+        (**self).complete(messages, params)
+    }
 }
