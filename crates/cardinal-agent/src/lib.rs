@@ -131,9 +131,10 @@ impl Agent {
         };
         let gen_start = Instant::now();
         if let Some(reason) = forbidden_request(question) {
-            // Point to the card whose rule applies, when retrieval found one above the floor.
+            // Point to the retrieved card whose rule applies (else the top card), when
+            // retrieval found one above the floor.
             let cite = (!turn.retrieval.below_floor && reason != RefusalReason::PromptInjection)
-                .then(|| retrieved.first().cloned())
+                .then(|| self.card_with_rule(&retrieved, reason))
                 .flatten();
             self.refuse(&mut turn, reason, cite);
         } else if turn.retrieval.below_floor || retrieved.is_empty() {
@@ -149,6 +150,38 @@ impl Agent {
         turn.timings.generation_ms = gen_start.elapsed().as_secs_f64() * 1000.0;
         turn.timings.total_ms = start.elapsed().as_secs_f64() * 1000.0;
         Ok(turn)
+    }
+
+    /// The first retrieved card with a rule about `reason`, else the first retrieved card.
+    fn card_with_rule(&self, retrieved: &[String], reason: RefusalReason) -> Option<String> {
+        let markers: &[&str] = match reason {
+            RefusalReason::DoubleDose => &[
+                "doubl",
+                "dobl",
+                "two doses",
+                "dos dosis",
+                "duas doses",
+                "extra",
+            ],
+            RefusalReason::StopMedication => {
+                &["stop", "suspend", "interromp", "parar", "dejar", "deixar"]
+            }
+            RefusalReason::Diagnosis => &["diagnos", "interpret"],
+            RefusalReason::Cure => &["cure", "cura"],
+            _ => &[],
+        };
+        retrieved
+            .iter()
+            .find(|id| {
+                self.kb.get(id).is_some_and(|cf| {
+                    cf.card.rules().iter().any(|r| {
+                        let r = r.to_lowercase();
+                        markers.iter().any(|m| r.contains(m))
+                    })
+                })
+            })
+            .or_else(|| retrieved.first())
+            .cloned()
     }
 
     fn refuse(&self, turn: &mut Turn, reason: RefusalReason, cite: Option<String>) {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ask_cmd;
 mod bench_cmd;
 mod data_cmd;
 mod models_cmd;
@@ -64,6 +65,19 @@ enum Command {
         #[arg(long)]
         lexical_only: bool,
         /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the agent one question: retrieve, answer with [card-id] citations, or refuse safely.
+    Ask {
+        /// The question, as a patient would write it.
+        question: String,
+        /// Language (en, es-419, pt-BR); detected from the text when omitted.
+        #[arg(long)]
+        lang: Option<cardinal_kb::Lang>,
+        #[command(flatten)]
+        llm: ask_cmd::LlmArgs,
+        /// Print the whole turn trace as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -166,6 +180,13 @@ fn main() -> ExitCode {
                 retrieval_cmd::search(&cli.data, &mut s, &query, lang, k, mode, json)
             })
         }
+        Command::Ask {
+            question,
+            lang,
+            llm,
+            json,
+        } => settings::Settings::load(&cli.retrieval)
+            .and_then(|s| ask_cmd::ask(&cli.data, &s, &question, lang, &llm, json)),
         Command::Bench {
             command: BenchCommand::Retrieval { json },
         } => settings::Settings::load(&cli.retrieval)
