@@ -90,7 +90,14 @@ pub fn prepare(data: &Path, s: &Settings) -> Result<Prepared> {
         &mut |done, total| bar.update(done, total),
     )?;
     let chunks = cardinal_retrieval::indexed_chunks(&kb, &chunker);
-    let retriever = Retriever::new(s.retrieval.clone(), &chunks, store, embedder, None)?;
+    let reranker: Option<Box<dyn cardinal_retrieval::Reranker>> = match &s.reranker {
+        Some(dir) => Some(Box::new(
+            cardinal_embed::CrossEncoder::load(dir)
+                .with_context(|| format!("loading the cross-encoder from {}", dir.display()))?,
+        )),
+        None => None,
+    };
+    let retriever = Retriever::new(s.retrieval.clone(), &chunks, store, embedder, reranker)?;
     Ok(Prepared {
         kb,
         retriever,

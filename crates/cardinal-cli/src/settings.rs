@@ -20,6 +20,15 @@ pub struct RawConfig {
     pub embedder: Option<RawEmbedder>,
     #[serde(default)]
     pub store: Option<RawStore>,
+    #[serde(default)]
+    pub reranker: Option<RawReranker>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReranker {
+    /// A Hugging Face sequence-classification directory.
+    pub model: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -58,6 +67,8 @@ pub struct Settings {
     pub passage_prefix: Option<String>,
     pub batch_size: usize,
     pub store: StoreBackend,
+    /// Cross-encoder directory; `None` = no re-ranking.
+    pub reranker: Option<PathBuf>,
 }
 
 /// Command-line overrides shared by the commands that retrieve.
@@ -78,6 +89,10 @@ pub struct RetrievalArgs {
     /// Chroma server URL (default $CARDINAL_CHROMA_URL or http://127.0.0.1:8000).
     #[arg(long, global = true)]
     pub chroma_url: Option<String>,
+    /// Re-rank fused candidates with a local cross-encoder (a Hugging Face sequence-classification
+    /// directory). Off by default.
+    #[arg(long, global = true)]
+    pub reranker: Option<PathBuf>,
 }
 
 impl Settings {
@@ -127,6 +142,7 @@ impl Settings {
             passage_prefix: emb.passage_prefix,
             batch_size: emb.batch_size.unwrap_or(16),
             store,
+            reranker: args.reranker.clone().or(raw.reranker.and_then(|r| r.model)),
         })
     }
 }
