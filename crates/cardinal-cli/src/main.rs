@@ -81,6 +81,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Score a TREC run against TREC qrels exactly as trec_eval does (output format, ordering by
+    /// score then docid descending, averaging rules). Measures: ndcg_cut.K, recall.K, success.K.
+    #[command(name = "trec-eval")]
+    TrecEval {
+        /// Qrels file: `qid 0 docid rel` per line.
+        qrels: PathBuf,
+        /// Run file: `qid Q0 docid rank score tag` per line.
+        run: PathBuf,
+        /// Measure, e.g. `ndcg_cut.10`, `recall.5,10`, `success.1`; repeatable.
+        #[arg(short = 'm', required = true)]
+        measure: Vec<String>,
+        /// Also print per-query values.
+        #[arg(short = 'q')]
+        per_query: bool,
+        /// Average over every query in the qrels (missing runs score 0), as trec_eval -c.
+        #[arg(short = 'c')]
+        complete: bool,
+    },
     /// Benchmarks on the real KB and models.
     Bench {
         #[command(subcommand)]
@@ -147,6 +165,21 @@ pub enum Outcome {
     InputError,
 }
 
+fn trec_eval(
+    qrels: &std::path::Path,
+    run: &std::path::Path,
+    measures: &[String],
+    per_query: bool,
+    complete: bool,
+) -> anyhow::Result<Outcome> {
+    let measures = cardinal_trec::parse_measure_args(measures)?;
+    let qrels = cardinal_trec::parse_qrels(qrels)?;
+    let run = cardinal_trec::parse_run(run)?;
+    let evaluation = cardinal_trec::evaluate(&qrels, &run, &measures, complete)?;
+    print!("{}", evaluation.render(per_query));
+    Ok(Outcome::Pass)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -187,6 +220,13 @@ fn main() -> ExitCode {
             json,
         } => settings::Settings::load(&cli.retrieval)
             .and_then(|s| ask_cmd::ask(&cli.data, &s, &question, lang, &llm, json)),
+        Command::TrecEval {
+            qrels,
+            run,
+            measure,
+            per_query,
+            complete,
+        } => trec_eval(&qrels, &run, &measure, per_query, complete),
         Command::Bench {
             command: BenchCommand::Retrieval { json },
         } => settings::Settings::load(&cli.retrieval)
