@@ -33,14 +33,21 @@ fn report(diags: Diagnostics, ok_line: String) -> Outcome {
 pub fn check(data: &Path) -> Result<Outcome> {
     let (kb, cases, mut diags) = load_all(data)?;
     diags.extend(cardinal_dataset::check(&kb, &cases));
+    let (items, item_diags) =
+        cardinal_dataset::calibration::load_calibration_dir(&data.join("calibration"))?;
+    diags.extend(item_diags);
+    diags.extend(cardinal_dataset::calibration::check_calibration(
+        &kb, &cases, &items,
+    ));
     let gold = cases.iter().filter(|c| c.case.has_gold()).count();
     Ok(report(
         diags,
         format!(
-            "data check ok: {} cards, {} topics, {} cases ({gold} with gold), every gold id resolves",
+            "data check ok: {} cards, {} topics, {} cases ({gold} with gold), {} calibration items; every gold and cited id resolves",
             kb.len(),
             kb.topics().len(),
-            cases.len()
+            cases.len(),
+            items.len()
         ),
     ))
 }
@@ -48,10 +55,27 @@ pub fn check(data: &Path) -> Result<Outcome> {
 pub fn lint(data: &Path) -> Result<Outcome> {
     let (kb, mut diags) = KnowledgeBase::load_lenient(&data.join("kb"))?;
     diags.extend(cardinal_kb::lint::lint_kb(&kb)?);
+    // Cases and calibration answers are synthetic too: same checks on their text.
+    for sub in ["cases", "calibration"] {
+        let dir = data.join(sub);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("jsonl"))
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+            diags.extend(cardinal_kb::lint::lint_text(&f, &text));
+        }
+    }
     Ok(report(
         diags,
         format!(
-            "kb lint ok: {} cards, synthetic-only invariant holds",
+            "kb lint ok: {} cards, plus case and calibration files; synthetic-only invariant holds",
             kb.len()
         ),
     ))

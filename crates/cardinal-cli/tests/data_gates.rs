@@ -222,3 +222,48 @@ fn usage_error_exits_2() {
     let o = cardinal(&bundled_data(), &["data", "frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn data_check_validates_the_calibration_corpus() {
+    let (_tmp, data) = broken_copy();
+    let f = data.join("calibration/en.jsonl");
+    let text = fs::read_to_string(&f).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    let mut v: Value = serde_json::from_str(&first).unwrap();
+    v["cited"] = serde_json::json!(["no-such-card.en"]);
+    v["labels"]["faithfulness"]["score"] = serde_json::json!(7);
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    fs::write(&f, format!("{}\n{}\n", v, rest.join("\n"))).unwrap();
+    let o = cardinal(&data, &["data", "check"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    let p = f.display().to_string();
+    assert!(
+        err.contains(&format!("{p}:1: cited: `no-such-card.en` is not a card")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{p}:1: cited: lists")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{p}:1: labels.faithfulness: score 7 is outside 1–5"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn kb_lint_also_reads_cases_and_calibration() {
+    let (_tmp, data) = broken_copy();
+    let f = data.join("cases/pt-BR.jsonl");
+    let mut text = fs::read_to_string(&f).unwrap();
+    let n = text.lines().count();
+    text.push_str("{\"id\":\"x\",\"lang\":\"pt-BR\",\"type\":\"no_match\",\"question\":\"Meu e-mail é ana@gmail.com\",\"must_cite_one_of\":[],\"expect\":\"refuse\"}\n");
+    fs::write(&f, text).unwrap();
+    let o = cardinal(&data, &["kb", "lint"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(&format!("{}:{}: email:", f.display(), n + 1)),
+        "{}",
+        stderr(&o)
+    );
+}

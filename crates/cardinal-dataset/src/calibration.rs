@@ -1,0 +1,212 @@
+//! The judge-calibration corpus (`data/calibration/<lang>.jsonl`): answers with human labels for
+//! the gated dimensions. Validated like the cases: every cited id is a card of the item's
+//! language and equals the `[card-id]` citations in the answer, scores are 1–5 with a rationale,
+//! a `case_id` names an existing case.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use cardinal_kb::{Diagnostic, Diagnostics, KnowledgeBase, Lang};
+use serde::{Deserialize, Serialize};
+
+use crate::case::LoadedCase;
+use crate::error::{DatasetError, Result};
+
+/// What an item is an example of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Supported,
+    RuleViolation,
+    UnsupportedAddition,
+    Contradiction,
+    Partial,
+    Refusal,
+}
+
+/// A human label: 1–5 and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Label {
+    pub score: u8,
+    pub rationale: String,
+}
+
+/// Labels of the gated dimensions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    pub groundedness: Label,
+    pub faithfulness: Label,
+}
+
+/// One calibration item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationItem {
+    pub id: String,
+    pub lang: Lang,
+    pub case_id: Option<String>,
+    pub question: String,
+    pub answer: String,
+    pub cited: Vec<String>,
+    pub category: Category,
+    pub labels: Labels,
+}
+
+/// An item and where it was read.
+#[derive(Debug, Clone)]
+pub struct LoadedItem {
+    pub path: PathBuf,
+    pub line: usize,
+    pub item: CalibrationItem,
+}
+
+/// Load every `*.jsonl` of the calibration directory (absent directory = no items).
+pub fn load_calibration_dir(dir: &Path) -> Result<(Vec<LoadedItem>, Diagnostics)> {
+    let mut items = Vec::new();
+    let mut diags = Diagnostics::default();
+    if !dir.is_dir() {
+        return Ok((items, diags));
+    }
+    let io = |source| DatasetError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io)? {
+        let p = e.map_err(io)?.path();
+        if p.extension().and_then(|x| x.to_str()) == Some("jsonl") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|source| DatasetError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<CalibrationItem>(line) {
+                Ok(item) => items.push(LoadedItem {
+                    path: path.clone(),
+                    line: i + 1,
+                    item,
+                }),
+                Err(e) => diags.push(Diagnostic::new(&path, i + 1, "json", e.to_string())),
+            }
+        }
+    }
+    Ok((items, diags))
+}
+
+/// Cross-checks of the calibration items against the KB and the cases.
+pub fn check_calibration(
+    kb: &KnowledgeBase,
+    cases: &[LoadedCase],
+    items: &[LoadedItem],
+) -> Diagnostics {
+    let mut diags = Diagnostics::default();
+    let case_ids: HashSet<&str> = cases.iter().map(|c| c.case.id.as_str()).collect();
+    let mut seen: HashMap<&str, &LoadedItem> = HashMap::new();
+    for li in items {
+        let it = &li.item;
+        let at = |field: &str, msg: String| Diagnostic::new(&li.path, li.line, field, msg);
+        if let Some(first) = seen.insert(&it.id, li) {
+            diags.push(at(
+                "id",
+                format!(
+                    "duplicate item id `{}` (first at line {})",
+                    it.id, first.line
+                ),
+            ));
+        }
+        let stem = li.path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if stem != it.lang.tag() {
+            diags.push(at(
+                "lang",
+                format!("item is `{}` but sits in `{stem}.jsonl`", it.lang),
+            ));
+        }
+        if let Some(cid) = &it.case_id {
+            if !case_ids.contains(cid.as_str()) {
+                diags.push(at("case_id", format!("`{cid}` is not a case id")));
+            }
+        }
+        for (field, text) in [("question", &it.question), ("answer", &it.answer)] {
+            if text.trim().is_empty() {
+                diags.push(at(field, "must not be empty".into()));
+            }
+        }
+        for id in &it.cited {
+            match kb.get(id) {
+                None => diags.push(at(
+                    "cited",
+                    format!("`{id}` is not a card of the knowledge base"),
+                )),
+                Some(cf) if cf.card.lang != it.lang => diags.push(at(
+                    "cited",
+                    format!(
+                        "`{id}` is a {} card but the item is {}",
+                        cf.card.lang, it.lang
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+        let in_text = crate::citations_in(&it.answer);
+        let listed: HashSet<&str> = it.cited.iter().map(String::as_str).collect();
+        let written: HashSet<&str> = in_text.iter().map(String::as_str).collect();
+        if listed != written {
+            diags.push(at(
+                "cited",
+                format!("lists {:?} but the answer cites {:?}", it.cited, in_text),
+            ));
+        }
+        for (field, l) in [
+            ("labels.groundedness", &it.labels.groundedness),
+            ("labels.faithfulness", &it.labels.faithfulness),
+        ] {
+            if !(1..=5).contains(&l.score) {
+                diags.push(at(field, format!("score {} is outside 1–5", l.score)));
+            }
+            if l.rationale.trim().is_empty() {
+                diags.push(at(field, "a label needs a one-line rationale".into()));
+            }
+        }
+    }
+    diags
+}
+
+/// Items per language × category, and per language × dimension × bin (low 1–2, mid 3, high 4–5).
+pub fn balance(items: &[LoadedItem]) -> BTreeMap<Lang, BTreeMap<String, usize>> {
+    let mut out: BTreeMap<Lang, BTreeMap<String, usize>> = BTreeMap::new();
+    let bin = |s: u8| match s {
+        1 | 2 => "low",
+        3 => "mid",
+        _ => "high",
+    };
+    for li in items {
+        let e = out.entry(li.item.lang).or_default();
+        *e.entry("items".into()).or_default() += 1;
+        let cat = serde_json::to_value(li.item.category)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        *e.entry(format!("category:{cat}")).or_default() += 1;
+        *e.entry(format!(
+            "groundedness:{}",
+            bin(li.item.labels.groundedness.score)
+        ))
+        .or_default() += 1;
+        *e.entry(format!(
+            "faithfulness:{}",
+            bin(li.item.labels.faithfulness.score)
+        ))
+        .or_default() += 1;
+    }
+    out
+}
