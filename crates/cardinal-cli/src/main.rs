@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod ask_cmd;
 mod bench_cmd;
 mod data_cmd;
+mod eval_cmd;
 mod models_cmd;
 mod progress;
 mod retrieval_cmd;
@@ -99,6 +100,18 @@ enum Command {
         #[arg(short = 'c')]
         complete: bool,
     },
+    /// The evaluation sweep: every case through the agent with the store, deterministic
+    /// evaluators (ADR-0023 retrieval triad, citations, refusals), aggregate with n and CIs,
+    /// report.md/report.json, gates and baseline. Resumable (records.jsonl in --run-dir).
+    Eval {
+        #[command(flatten)]
+        args: eval_cmd::EvalArgs,
+    },
+    /// The committed baseline of the evaluation sweep.
+    Baseline {
+        #[command(subcommand)]
+        command: BaselineCommand,
+    },
     /// Benchmarks on the real KB and models.
     Bench {
         #[command(subcommand)]
@@ -108,6 +121,20 @@ enum Command {
     Models {
         #[command(subcommand)]
         command: ModelsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BaselineCommand {
+    /// Write the aggregate of a run directory (report.json) as the baseline file.
+    Update {
+        #[arg(long, default_value = ".cardinal/runs/default")]
+        run_dir: PathBuf,
+        #[arg(long, default_value = "baselines/deterministic.json")]
+        out: PathBuf,
+        /// A note stored with the baseline (agent mode, models).
+        #[arg(long)]
+        note: Option<String>,
     },
 }
 
@@ -227,6 +254,12 @@ fn main() -> ExitCode {
             per_query,
             complete,
         } => trec_eval(&qrels, &run, &measure, per_query, complete),
+        Command::Eval { args } => settings::Settings::load(&cli.retrieval)
+            .and_then(|s| eval_cmd::eval(&cli.data, &s, &args)),
+        Command::Baseline {
+            command: BaselineCommand::Update { run_dir, out, note },
+        } => settings::Settings::load(&cli.retrieval)
+            .and_then(|s| eval_cmd::baseline_update(&run_dir, &out, s.retrieval.top_k, note)),
         Command::Bench {
             command: BenchCommand::Retrieval { json },
         } => settings::Settings::load(&cli.retrieval)
