@@ -247,7 +247,11 @@ impl Agent {
             .collect();
         let messages = vec![
             Message::system(messages::system_prompt(turn.lang, &cards)),
-            Message::user(turn.question.clone()),
+            Message::user(messages::user_message(
+                turn.lang,
+                &turn.question,
+                cards.first().map(|c| c.0),
+            )),
         ];
         let mut h = Sha256::new();
         for m in &messages {

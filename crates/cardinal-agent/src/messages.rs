@@ -60,3 +60,17 @@ pub fn system_prompt(lang: Lang, cards: &[(&str, &str, &str)]) -> String {
     }
     s.trim_end().to_string()
 }
+
+/// The user turn: the question, then a one-line format reminder with a concrete id to copy
+/// (small models cite far more reliably when the format is restated right before they answer).
+pub fn user_message(lang: Lang, question: &str, first_card: Option<&str>) -> String {
+    let Some(id) = first_card else {
+        return question.to_string();
+    };
+    let reminder = match lang {
+        Lang::En => format!("(Answer in English; end each sentence with its card id in square brackets, like [{id}].)"),
+        Lang::Es419 => format!("(Responda en español; termine cada oración con el id de su tarjeta entre corchetes, como [{id}].)"),
+        Lang::PtBr => format!("(Responda em português; termine cada frase com o id do cartão entre colchetes, como [{id}].)"),
+    };
+    format!("{question}\n\n{reminder}")
+}

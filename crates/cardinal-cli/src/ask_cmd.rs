@@ -7,6 +7,8 @@ use anyhow::{bail, Context, Result};
 use cardinal_agent::{Agent, Generator, Turn};
 use cardinal_kb::Lang;
 use cardinal_llm::{CacheMode, CachedModel, ChatModel, GenParams, OpenAiClient, OpenAiConfig};
+use cardinal_llm_local::{LocalModel, LocalOptions};
+use cardinal_models::PullOptions;
 
 use crate::retrieval_cmd::prepare;
 use crate::settings::Settings;
@@ -15,6 +17,10 @@ use crate::Outcome;
 /// Which generator answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LlmChoice {
+    /// In-process Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), pulled on first use.
+    Local,
+    /// In-process Qwen2.5-Coder-0.5B-Instruct Q4_K_M (llama.cpp), pulled on first use.
+    LocalSmall,
     /// Deterministic: the most relevant claims of the top card (no LLM).
     Extractive,
     /// Any OpenAI-compatible chat-completions endpoint (--llm-url, --llm-model, $OPENAI_API_KEY).
@@ -25,7 +31,7 @@ pub enum LlmChoice {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LlmArgs {
     /// Generator.
-    #[arg(long, value_enum, default_value = "extractive")]
+    #[arg(long, value_enum, default_value = "local")]
     pub llm: LlmChoice,
     /// Base URL of the OpenAI-compatible endpoint, including /v1 ($CARDINAL_LLM_URL).
     #[arg(
@@ -41,8 +47,14 @@ pub struct LlmArgs {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
     /// Maximum tokens generated per answer.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 192)]
     pub max_tokens: u32,
+    /// Threads of the local model (default: $CARDINAL_THREADS, else every core up to 8).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Context window of the local model in tokens (prompt + answer).
+    #[arg(long, default_value_t = 4096)]
+    pub context_size: u32,
     /// Bypass the response cache (.cardinal/cache).
     #[arg(long)]
     pub no_cache: bool,
@@ -56,8 +68,17 @@ pub type SharedModel = Arc<CachedModel<Box<dyn ChatModel>>>;
 
 /// The chat model for the flags, wrapped in the response cache; `None` for extractive.
 pub fn chat_model(args: &LlmArgs) -> Result<Option<SharedModel>> {
-    let inner: Box<dyn ChatModel> = match args.llm {
+    model_for(args.llm, args)
+}
+
+/// The chat model for `choice` (URL, model name, cache and local options from `args`), behind
+/// the response cache; `None` for extractive.
+pub fn model_for(choice: LlmChoice, args: &LlmArgs) -> Result<Option<SharedModel>> {
+    let inner: Box<dyn ChatModel> = match choice {
         LlmChoice::Extractive => return Ok(None),
+        LlmChoice::Local | LlmChoice::LocalSmall => {
+            Box::new(load_local(local_model_name(choice), args)?)
+        }
         LlmChoice::Openai => {
             let mut cfg = OpenAiConfig::new(args.llm_url.clone(), args.llm_model.clone());
             cfg.api_key_env = args.api_key_env.clone();
@@ -71,6 +92,39 @@ pub fn chat_model(args: &LlmArgs) -> Result<Option<SharedModel>> {
     )
     .with_context(|| format!("opening the response cache {}", args.cache_dir.display()))?;
     Ok(Some(Arc::new(cached)))
+}
+
+/// The registry name of the local model a choice stands for.
+pub fn local_model_name(choice: LlmChoice) -> &'static str {
+    match choice {
+        LlmChoice::LocalSmall => "qwen2.5-coder-0.5b",
+        _ => "qwen2.5-coder-1.5b",
+    }
+}
+
+/// Load a registry GGUF model in-process, pulling it first when it is not installed.
+pub fn load_local(name: &str, args: &LlmArgs) -> Result<LocalModel> {
+    let progress = |line: &str| eprintln!("{line}");
+    let installed = cardinal_models::ensure(name, &PullOptions::from_env(&progress))
+        .with_context(|| format!("installing the local model {name}"))?;
+    let file = installed
+        .manifest
+        .files
+        .iter()
+        .find(|f| f.name.ends_with(".gguf"))
+        .with_context(|| format!("the installed model {name} has no .gguf file"))?;
+    let path = installed.file(&file.name);
+    eprintln!("loading {name} ({})", path.display());
+    LocalModel::load(
+        &path,
+        LocalOptions {
+            threads: args.threads,
+            context_size: args.context_size,
+            sha256: Some(file.sha256.clone()),
+            ..LocalOptions::default()
+        },
+    )
+    .with_context(|| format!("loading {}", path.display()))
 }
 
 pub fn generator(args: &LlmArgs) -> Result<(Generator, Option<SharedModel>)> {
@@ -108,13 +162,13 @@ pub fn ask(
         println!("{}", serde_json::to_string_pretty(&turn)?);
     } else {
         print!("{}", render(&turn));
-        if let Some(c) = cache {
-            let st = c.stats();
-            eprintln!(
-                "cache: {} hit(s), {} model call(s)",
-                st.hits, st.model_calls
-            );
-        }
+    }
+    if let Some(c) = cache {
+        let st = c.stats();
+        eprintln!(
+            "cache: {} hit(s), {} model call(s)",
+            st.hits, st.model_calls
+        );
     }
     Ok(Outcome::Pass)
 }

@@ -3,10 +3,12 @@
 //! re-run into the same run directory resumes); the aggregate is written as report.md and
 //! report.json and printed; gates and the committed baseline decide the exit code.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -14,11 +16,15 @@ use cardinal_agent::Agent;
 use cardinal_dataset::{Expect, LoadedCase};
 use cardinal_eval::{
     aggregate, check_gates, citation_scores, AggregateConfig, Baseline, BaselineMeta, CaseScores,
-    CitationInput, GateConfig, RetrievalRecall,
+    CitationInput, GateConfig, GuardStatus, RetrievalRecall,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::ask_cmd::{generator, LlmArgs};
+use cardinal_judge::{Dimension, Judge, JudgeInput, JudgeOutcome};
+use cardinal_kb::{Card, KnowledgeBase};
+use cardinal_llm::ChatModel;
+
+use crate::ask_cmd::{generator, model_for, LlmArgs, LlmChoice, SharedModel};
 use crate::progress::Progress;
 use crate::retrieval_cmd::prepare;
 use crate::settings::Settings;
@@ -52,6 +58,83 @@ pub struct EvalArgs {
     /// Write the sweep's qrels and run in TREC format into this directory.
     #[arg(long)]
     pub export_trec: Option<PathBuf>,
+    /// Judge model for groundedness, faithfulness and hallucination (`none`: no judge keys).
+    /// `openai` uses --judge-url/--judge-model (default: the --llm-url/--llm-model values).
+    /// When it names the same model as --llm, the loaded model is shared.
+    #[arg(long, value_enum, default_value = "local")]
+    pub judge: JudgeChoice,
+    /// Base URL of the judge's OpenAI-compatible endpoint (default: --llm-url).
+    #[arg(long)]
+    pub judge_url: Option<String>,
+    /// Model name of the judge's endpoint (default: --llm-model).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Cases run at once. A local model serves one generation at a time, so more than 1 only
+    /// helps with an HTTP endpoint.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Only the first N cases of each case file (quick looks; the report says so).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Exit 1 when the faithfulness column guard alarms (every score high, or every score low).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// Which model judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JudgeChoice {
+    /// No judge: the deterministic evaluators only.
+    None,
+    /// Qwen2.5-Coder-1.5B-Instruct in-process.
+    Local,
+    /// Qwen2.5-Coder-0.5B-Instruct in-process.
+    LocalSmall,
+    /// An OpenAI-compatible endpoint.
+    Openai,
+}
+
+impl JudgeChoice {
+    fn as_llm(self) -> Option<LlmChoice> {
+        match self {
+            JudgeChoice::None => None,
+            JudgeChoice::Local => Some(LlmChoice::Local),
+            JudgeChoice::LocalSmall => Some(LlmChoice::LocalSmall),
+            JudgeChoice::Openai => Some(LlmChoice::Openai),
+        }
+    }
+}
+
+/// The judge for the flags, sharing the agent's model when both name the same one.
+pub fn build_judge(
+    choice: JudgeChoice,
+    judge_url: Option<&String>,
+    judge_model: Option<&String>,
+    llm: &LlmArgs,
+    agent_model: Option<&SharedModel>,
+) -> Result<Option<(Judge, SharedModel)>> {
+    let Some(c) = choice.as_llm() else {
+        return Ok(None);
+    };
+    let same_endpoint = judge_url.is_none_or(|u| *u == llm.llm_url)
+        && judge_model.is_none_or(|m| *m == llm.llm_model);
+    let model = match agent_model {
+        Some(m) if c == llm.llm && same_endpoint => m.clone(),
+        _ => {
+            let mut args = llm.clone();
+            if let Some(u) = judge_url {
+                args.llm_url = u.clone();
+            }
+            if let Some(m) = judge_model {
+                args.llm_model = m.clone();
+            }
+            model_for(c, &args)?.context("the judge needs a model")?
+        }
+    };
+    Ok(Some((
+        Judge::new(model.clone() as Arc<dyn ChatModel>),
+        model,
+    )))
 }
 
 /// One line of records.jsonl.
@@ -66,6 +149,9 @@ struct Record {
     refused: bool,
     /// The agent's whole trace.
     trace: serde_json::Value,
+    /// Judge outcome per dimension (every call, raw reply, verdict or failure).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    judge: BTreeMap<String, JudgeOutcome>,
 }
 
 /// Records already in the run directory; a torn last line (interrupted write) is dropped.
@@ -108,15 +194,33 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
         None => None,
     };
     let case_dir = args.cases.clone().unwrap_or_else(|| data.join("cases"));
-    let (cases, diags) = cardinal_dataset::load_case_dir(&case_dir)?;
+    let (mut cases, diags) = cardinal_dataset::load_case_dir(&case_dir)?;
     if !diags.is_empty() {
         bail!("the cases have problems (run `cardinal data check`):\n{diags}");
+    }
+    if args.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    if let Some(n) = args.limit {
+        let mut per_file: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        cases.retain(|c| {
+            let seen = per_file.entry(c.path.clone()).or_default();
+            *seen += 1;
+            *seen <= n
+        });
     }
     let p = prepare(data, s)?;
     let kb = Arc::new(p.kb);
     let k = p.retriever.config.top_k;
     let recall = RetrievalRecall::new(k)?;
     let (gen, cache) = generator(&args.llm)?;
+    let judge = build_judge(
+        args.judge,
+        args.judge_url.as_ref(),
+        args.judge_model.as_ref(),
+        &args.llm,
+        cache.as_ref(),
+    )?;
     let agent = Agent::new(kb.clone(), Arc::new(p.retriever), gen);
 
     fs::create_dir_all(&args.run_dir)
@@ -149,46 +253,55 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
         .open(&records_path)
         .with_context(|| format!("opening {}", records_path.display()))?;
     let mut bar = Progress::new("cases");
-    for (i, lc) in todo.iter().enumerate() {
-        let c = &lc.case;
-        let turn = agent
-            .answer(&c.question, Some(c.lang))
-            .with_context(|| format!("case {}", c.id))?;
-        let retrieved = turn.retrieval.card_ids();
-        let mut scores = CaseScores::new(&c.id, c.lang.tag(), c.case_type.as_str(), c.has_gold())
-            .with_scores(recall.score(&c.must_cite_one_of, &retrieved))
-            .with_scores(citation_scores(
-                &CitationInput {
-                    gold: &c.must_cite_one_of,
-                    cited: &turn.citations,
-                    retrieved: &retrieved,
-                    expect_refuse: c.expect == Expect::Refuse,
-                    refused: turn.refused,
-                },
-                |id| kb.get(id).is_some(),
-            ));
-        scores
-            .scores
-            .insert("latency_ms".into(), turn.timings.total_ms);
-        let record = Record {
-            scores,
-            gold: c.must_cite_one_of.clone(),
-            retrieved: turn
-                .retrieval
-                .cards
-                .iter()
-                .map(|r| (r.card_id.clone(), r.fused_score as f64))
-                .collect(),
-            answer: turn.answer.clone(),
-            citations: turn.citations.clone(),
-            refused: turn.refused,
-            trace: serde_json::to_value(&turn)?,
-        };
-        writeln!(file, "{}", serde_json::to_string(&record)?)
-            .and_then(|_| file.flush())
-            .with_context(|| format!("writing {}", records_path.display()))?;
-        bar.update(i + 1, todo.len());
-    }
+    let workers = args.concurrency.clamp(1, todo.len().max(1));
+    let next = AtomicUsize::new(0);
+    let ctx = CaseContext {
+        agent: &agent,
+        kb: &kb,
+        recall: &recall,
+        judge: judge.as_ref().map(|(j, _)| j),
+    };
+    let (tx, rx) = mpsc::channel::<Result<Record>>();
+    std::thread::scope(|scope| -> Result<()> {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, todo, ctx) = (&next, &todo, &ctx);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(lc) = todo.get(i) else { break };
+                let result = run_case(ctx, lc).with_context(|| format!("case {}", lc.case.id));
+                let failed = result.is_err();
+                if tx.send(result).is_err() || failed {
+                    // Stop taking cases after an error; the others finish theirs.
+                    next.store(todo.len(), Ordering::SeqCst);
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut first_err = None;
+        let mut done = 0usize;
+        for result in rx {
+            match result {
+                Ok(record) => {
+                    writeln!(file, "{}", serde_json::to_string(&record)?)
+                        .and_then(|_| file.flush())
+                        .with_context(|| format!("writing {}", records_path.display()))?;
+                    done += 1;
+                    bar.update(done, todo.len());
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e.context(
+                "the sweep stopped; finished cases are saved and a re-run resumes from them",
+            )),
+            None => Ok(()),
+        }
+    })?;
     drop(file);
     // Aggregate what is on disk, so a fresh run and a resumed run report the same numbers.
     let mut records = load_records(&records_path)?;
@@ -205,14 +318,26 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
         })
         .collect();
     let agg = aggregate(&all, &AggregateConfig::default())?;
+    let guard_status = guard(&records)?;
     let mut md = format!(
-        "# Cardinal evaluation\n\n- cases: {} from `{}`\n- generator: {}\n- retrieval: hybrid, k = {k}, store: {}\n\n",
+        "# Cardinal evaluation\n\n- cases: {} from `{}`{}\n- generator: {}\n- judge: {}\n- retrieval: hybrid, k = {k}, store: {}\n\n",
         all.len(),
         case_dir.display(),
+        args.limit
+            .map(|n| format!(" (first {n} of each file: --limit)"))
+            .unwrap_or_default(),
         agent.generator.name(),
+        judge
+            .as_ref()
+            .map(|(j, _)| j.model_id())
+            .unwrap_or_else(|| "none (deterministic evaluators only)".into()),
         agent.retriever.store().describe()
     );
     md.push_str(&cardinal_eval::render_markdown(&agg));
+    let judge_errors: usize = records.iter().map(|r| r.scores.errors.len()).sum();
+    md.push_str(&format!(
+        "\n## Judge\n\n- judge errors (no verdict after retries, or transport failure; never scored): {judge_errors}\n- {guard_status}\n"
+    ));
     let failures = check_gates(&agg, &gates);
     let diff = match &baseline {
         Some(b) => {
@@ -249,6 +374,10 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
         serde_json::to_string_pretty(&agg)?,
     )?;
     print!("{}", cardinal_eval::render_terminal(&agg));
+    if judge.is_some() || guard_status.is_alarm() {
+        eprintln!("judge errors: {judge_errors}");
+        eprintln!("{guard_status}");
+    }
     if let Some(c) = cache {
         let st = c.stats();
         eprintln!(
@@ -288,6 +417,10 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
         eprintln!("gate failed: {}", f.message);
         failed = true;
     }
+    if args.strict && guard_status.is_alarm() {
+        eprintln!("--strict: the faithfulness column guard alarmed");
+        failed = true;
+    }
     if let Some(d) = &diff {
         if d.has_regressions() {
             eprintln!("baseline regressions:\n{}", d.render_table());
@@ -299,6 +432,95 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
     } else {
         Outcome::Pass
     })
+}
+
+/// What every case needs, shared by the workers.
+struct CaseContext<'a> {
+    agent: &'a Agent,
+    kb: &'a KnowledgeBase,
+    recall: &'a RetrievalRecall,
+    judge: Option<&'a Judge>,
+}
+
+/// One case: the agent's turn, the deterministic evaluators and, on answers (not refusals),
+/// the judge's three dimensions. A judge failure is recorded as an error of its key, never as
+/// a score; a dimension that does not apply (no real cited card) gives no key.
+fn run_case(ctx: &CaseContext<'_>, lc: &LoadedCase) -> Result<Record> {
+    let c = &lc.case;
+    let kb = ctx.kb;
+    let turn = ctx.agent.answer(&c.question, Some(c.lang))?;
+    let retrieved = turn.retrieval.card_ids();
+    let mut scores = CaseScores::new(&c.id, c.lang.tag(), c.case_type.as_str(), c.has_gold())
+        .with_scores(ctx.recall.score(&c.must_cite_one_of, &retrieved))
+        .with_scores(citation_scores(
+            &CitationInput {
+                gold: &c.must_cite_one_of,
+                cited: &turn.citations,
+                retrieved: &retrieved,
+                expect_refuse: c.expect == Expect::Refuse,
+                refused: turn.refused,
+            },
+            |id| kb.get(id).is_some(),
+        ));
+    scores
+        .scores
+        .insert("latency_ms".into(), turn.timings.total_ms);
+    let mut judged = BTreeMap::new();
+    if let (Some(judge), false) = (ctx.judge, turn.refused) {
+        let retrieved_cards: Vec<&Card> = retrieved
+            .iter()
+            .filter_map(|id| kb.get(id).map(|f| &f.card))
+            .collect();
+        let input = JudgeInput::resolve(
+            &c.question,
+            &turn.answer,
+            c.lang,
+            &turn.citations,
+            &retrieved_cards,
+            |id| kb.get(id).map(|f| &f.card),
+        );
+        for d in Dimension::ALL {
+            let outcome = judge.score(d, &input);
+            match &outcome {
+                JudgeOutcome::Scored { score, .. } => {
+                    scores.scores.insert(d.name().into(), score.as_f64());
+                }
+                JudgeOutcome::Failed { .. } => {
+                    scores.errors.insert(d.name().into());
+                }
+                JudgeOutcome::NotApplicable { .. } => {}
+            }
+            judged.insert(d.name().to_string(), outcome);
+        }
+    }
+    Ok(Record {
+        scores,
+        gold: c.must_cite_one_of.clone(),
+        retrieved: turn
+            .retrieval
+            .cards
+            .iter()
+            .map(|r| (r.card_id.clone(), r.fused_score as f64))
+            .collect(),
+        answer: turn.answer.clone(),
+        citations: turn.citations.clone(),
+        refused: turn.refused,
+        trace: serde_json::to_value(&turn)?,
+        judge: judged,
+    })
+}
+
+/// The faithfulness column guard over the records' judge scores.
+fn guard(records: &[Record]) -> Result<GuardStatus> {
+    let column: Vec<u8> = records
+        .iter()
+        .filter_map(|r| r.scores.scores.get(Dimension::Faithfulness.name()))
+        .map(|v| *v as u8)
+        .collect();
+    Ok(cardinal_eval::faithfulness_column_guard(
+        &column,
+        cardinal_eval::DEFAULT_GUARD_MIN_N,
+    )?)
 }
 
 /// `cardinal baseline update`: write the aggregate of a run directory as the baseline file.

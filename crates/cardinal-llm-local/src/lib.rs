@@ -1,0 +1,644 @@
+//! Local, in-process chat model: a GGUF model run with llama.cpp (through the `llama-cpp-2`
+//! crate, built from its vendored sources).
+//!
+//! * The prompt is built with the chat template stored in the GGUF metadata.
+//! * `temperature <= 0` is greedy decoding; otherwise temperature sampling seeded by
+//!   [`GenParams::seed`]. Either way a fixed input gives a fixed output.
+//! * One generation runs at a time (the llama.cpp context sits behind a mutex). Consecutive
+//!   calls that share a prompt prefix (the agent's and the judge's long system prompts) reuse the
+//!   KV cache of that prefix. Reuse happens only at whole prompt chunks, aligned to absolute
+//!   positions, so every chunk is computed with the same batch shape whether or not it was cached:
+//!   reusing the cache never changes the output.
+//! * llama.cpp's own logging is silenced unless `CARDINAL_LLAMA_LOG=1`.
+//!
+//! Message contents are tokenized as plain text: a user who types `<|im_end|>` does not close
+//! their turn. Only the template's own markup is parsed for special tokens.
+
+use std::fs::File;
+use std::io::Read;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use cardinal_llm::{
+    ChatModel, Completion, FinishReason, GenParams, LlmError, Message, Result, Role, Usage,
+};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+/// Environment variable that sets the thread count when [`LocalOptions::threads`] is `None`.
+pub const THREADS_ENV: &str = "CARDINAL_THREADS";
+/// Environment variable that lets llama.cpp print its own log lines on stderr (`1`).
+pub const LOG_ENV: &str = "CARDINAL_LLAMA_LOG";
+
+/// How to load and run a local model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalOptions {
+    /// Threads for prompt processing and decoding. `None`: `$CARDINAL_THREADS` if set, else
+    /// [`default_threads`].
+    pub threads: Option<usize>,
+    /// Context window in tokens (prompt + answer).
+    pub context_size: u32,
+    /// Tokens per prompt-processing chunk (llama.cpp's batch and micro-batch). Also the
+    /// granularity of prefix reuse. 128 processes prompts as fast as 256 or 512 on 2 cores and
+    /// reuses more of a shared prefix.
+    pub batch_size: u32,
+    /// Reuse the KV cache of a prompt prefix shared with the previous call.
+    pub prefix_cache: bool,
+    /// The model file's sha256 when the caller knows it (from a manifest); it goes into
+    /// [`ChatModel::id`]. Without it the id carries the file size.
+    pub sha256: Option<String>,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            threads: None,
+            context_size: 4096,
+            batch_size: 128,
+            prefix_cache: true,
+            sha256: None,
+        }
+    }
+}
+
+/// The default thread count: every available core, at most 8 (decoding is memory-bound beyond).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 8)
+}
+
+/// The thread count `options` resolve to (explicit value, else `$CARDINAL_THREADS`, else default).
+pub fn resolve_threads(options: &LocalOptions) -> Result<usize> {
+    if let Some(n) = options.threads {
+        return if n == 0 {
+            Err(LlmError::Config("threads must be at least 1".into()))
+        } else {
+            Ok(n)
+        };
+    }
+    match std::env::var(THREADS_ENV) {
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(LlmError::Config(format!(
+                "{THREADS_ENV}={v:?} is not a positive integer"
+            ))),
+        },
+        _ => Ok(default_threads()),
+    }
+}
+
+/// Measurements of one call (for traces and benchmarks).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenStats {
+    /// Prompt tokens after templating.
+    pub prompt_tokens: usize,
+    /// Of those, tokens whose KV cache was reused from the previous call.
+    pub reused_tokens: usize,
+    /// Tokens sampled (end-of-generation token excluded).
+    pub generated_tokens: usize,
+    /// Seconds spent evaluating the non-reused prompt tokens.
+    pub prompt_seconds: f64,
+    /// Seconds spent sampling and evaluating generated tokens.
+    pub decode_seconds: f64,
+}
+
+impl GenStats {
+    /// Prompt-processing speed over the tokens actually evaluated.
+    pub fn prompt_tokens_per_second(&self) -> f64 {
+        rate(self.prompt_tokens - self.reused_tokens, self.prompt_seconds)
+    }
+    /// Decoding speed.
+    pub fn decode_tokens_per_second(&self) -> f64 {
+        rate(self.generated_tokens, self.decode_seconds)
+    }
+}
+
+fn rate(n: usize, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+fn local(msg: impl Into<String>) -> LlmError {
+    LlmError::Local(msg.into())
+}
+
+/// The process-wide llama.cpp backend (it may be initialised only once per process).
+fn backend() -> Result<&'static LlamaBackend> {
+    static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let verbose = std::env::var(LOG_ENV).is_ok_and(|v| v == "1" || v == "true");
+            if !verbose {
+                llama_cpp_2::send_logs_to_tracing(
+                    llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+                );
+            }
+            LlamaBackend::init().map_err(|e| format!("cannot initialise llama.cpp: {e}"))
+        })
+        .as_ref()
+        .map_err(|e| local(e.clone()))
+}
+
+/// What the KV cache holds between calls.
+struct State {
+    ctx: LlamaContext<'static>,
+    /// Tokens whose KV entries are in the cache and were computed as whole, aligned prompt
+    /// chunks (so they are bit-identical to a fresh computation).
+    cached: Vec<LlamaToken>,
+}
+
+/// A GGUF chat model run in-process by llama.cpp. See the crate documentation.
+pub struct LocalModel {
+    /// Declared before `model`, and dropped explicitly first in `Drop`: the context borrows it.
+    state: Option<Mutex<State>>,
+    /// Owned: leaked from a `Box` in `load`, reclaimed in `Drop` after the context is gone.
+    model: &'static LlamaModel,
+    template: LlamaChatTemplate,
+    id: String,
+    context_size: u32,
+    batch_size: u32,
+    threads: usize,
+    prefix_cache: bool,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("id", &self.id)
+            .field("context_size", &self.context_size)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for LocalModel {
+    fn drop(&mut self) {
+        // The context refers to the model: free it first.
+        drop(self.state.take());
+        // SAFETY: `model` came from `Box::leak` in `load`; the only other user of it, the
+        // context, was dropped just above, and `LocalModel` hands out no `'static` borrows.
+        unsafe {
+            drop(Box::from_raw(
+                self.model as *const LlamaModel as *mut LlamaModel,
+            ))
+        };
+    }
+}
+
+impl LocalModel {
+    /// Load a GGUF chat model.
+    ///
+    /// Errors ([`LlmError::Local`], or [`LlmError::Config`] for bad options): the file is missing,
+    /// is not a GGUF file, llama.cpp cannot load it, it carries no chat template, or the context
+    /// cannot be allocated.
+    pub fn load(path: &Path, options: LocalOptions) -> Result<Self> {
+        let threads = resolve_threads(&options)?;
+        if options.context_size < 16 {
+            return Err(LlmError::Config(format!(
+                "context_size {} is too small",
+                options.context_size
+            )));
+        }
+        if options.batch_size == 0 {
+            return Err(LlmError::Config("batch_size must be at least 1".into()));
+        }
+        let meta = std::fs::metadata(path)
+            .map_err(|e| local(format!("model file {}: {e}", path.display())))?;
+        if !meta.is_file() {
+            return Err(local(format!(
+                "model file {} is not a file",
+                path.display()
+            )));
+        }
+        let mut magic = [0u8; 4];
+        File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .map_err(|e| local(format!("cannot read model file {}: {e}", path.display())))?;
+        if &magic != b"GGUF" {
+            return Err(local(format!(
+                "{} is not a GGUF file (it starts with {magic:02x?}, not \"GGUF\")",
+                path.display()
+            )));
+        }
+
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| {
+                local(format!(
+                    "llama.cpp could not load {} ({e}); set {LOG_ENV}=1 to see why",
+                    path.display()
+                ))
+            })?;
+        let template = model.chat_template(None).map_err(|e| {
+            local(format!(
+                "{} has no usable chat template in its metadata: {e}",
+                path.display()
+            ))
+        })?;
+        let model: &'static LlamaModel = Box::leak(Box::new(model));
+        // From here on, a failure must free the model: build `Self` early and let `Drop` do it.
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id = match &options.sha256 {
+            Some(sha) => format!("local:{file_name}:sha256-{}", sha.to_lowercase()),
+            None => format!("local:{file_name}:{}", meta.len()),
+        };
+        let mut this = LocalModel {
+            state: None,
+            model,
+            template,
+            id,
+            context_size: options.context_size,
+            batch_size: options.batch_size.min(options.context_size),
+            threads,
+            prefix_cache: options.prefix_cache,
+        };
+        let n_threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(options.context_size))
+            .with_n_batch(this.batch_size)
+            .with_n_ubatch(this.batch_size)
+            .with_n_seq_max(1)
+            .with_n_threads(n_threads)
+            .with_n_threads_batch(n_threads);
+        let ctx = model.new_context(backend, params).map_err(|e| {
+            local(format!(
+                "llama.cpp could not create a {}-token context: {e}",
+                options.context_size
+            ))
+        })?;
+        this.context_size = ctx.n_ctx();
+        this.state = Some(Mutex::new(State {
+            ctx,
+            cached: Vec::new(),
+        }));
+        Ok(this)
+    }
+
+    /// The context window in tokens.
+    pub fn context_size(&self) -> u32 {
+        self.context_size
+    }
+
+    /// The thread count in use.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The prompt the chat template makes of `messages` (ends with the assistant's turn opener).
+    pub fn render_prompt(&self, messages: &[Message]) -> Result<String> {
+        Ok(self.render(messages)?.0)
+    }
+
+    /// Prompt tokens `messages` make after templating.
+    pub fn count_prompt_tokens(&self, messages: &[Message]) -> Result<usize> {
+        Ok(self.prompt_tokens(messages)?.len())
+    }
+
+    /// [`ChatModel::complete`] plus timings.
+    pub fn complete_with_stats(
+        &self,
+        messages: &[Message],
+        params: &GenParams,
+    ) -> Result<(Completion, GenStats)> {
+        let prompt = self.prompt_tokens(messages)?;
+        let n_ctx = self.context_size as usize;
+        if prompt.len() >= n_ctx {
+            return Err(local(format!(
+                "the prompt is {} tokens but the context holds {n_ctx} (prompt + answer); \
+                 shorten the prompt or load the model with a larger context_size",
+                prompt.len()
+            )));
+        }
+        let mut state = self.lock();
+        let result = self.generate(&mut state, &prompt, params);
+        if result.is_err() {
+            // Whatever the cache holds now is unknown: start afresh next time.
+            state.ctx.clear_kv_cache();
+            state.cached.clear();
+        }
+        result
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        let state = self.state.as_ref().expect("state is set until drop");
+        state.lock().unwrap_or_else(|poisoned| {
+            let mut guard = poisoned.into_inner();
+            guard.ctx.clear_kv_cache();
+            guard.cached.clear();
+            guard
+        })
+    }
+
+    /// Apply the chat template. Returns the prompt and, when the contents could be located in
+    /// it, the template's pieces and the contents in order (`pieces.len() == contents + 1`).
+    fn render(&self, messages: &[Message]) -> Result<(String, Option<Vec<String>>)> {
+        if messages.is_empty() {
+            return Err(LlmError::Config("no messages to complete".into()));
+        }
+        let apply = |contents: &mut dyn Iterator<Item = String>| -> Result<String> {
+            let chat = messages
+                .iter()
+                .zip(contents)
+                .map(|(m, content)| {
+                    LlamaChatMessage::new(role_name(m.role).into(), content)
+                        .map_err(|_| LlmError::Config("a message contains a NUL character".into()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            self.model
+                .apply_chat_template(&self.template, &chat, true)
+                .map_err(|e| local(format!("cannot apply the model's chat template: {e}")))
+        };
+        let full = apply(&mut messages.iter().map(|m| m.content.clone()))?;
+        // Render again with placeholders to find where each content sits.
+        let marks: Vec<String> = (0..messages.len())
+            .map(|i| format!("\u{e000}cardinal-content-{i}\u{e001}"))
+            .collect();
+        let marked = apply(&mut marks.iter().cloned())?;
+        let mut pieces = Vec::with_capacity(marks.len() + 1);
+        let mut rest = marked.as_str();
+        for mark in &marks {
+            match rest.split_once(mark.as_str()) {
+                Some((before, after)) => {
+                    pieces.push(before.to_string());
+                    rest = after;
+                }
+                None => return Ok((full, None)),
+            }
+        }
+        pieces.push(rest.to_string());
+        let rebuilt: String = pieces
+            .iter()
+            .zip(messages.iter().map(|m| m.content.as_str()).chain([""]))
+            .map(|(p, c)| format!("{p}{c}"))
+            .collect();
+        Ok((full.clone(), (rebuilt == full).then_some(pieces)))
+    }
+
+    fn prompt_tokens(&self, messages: &[Message]) -> Result<Vec<LlamaToken>> {
+        let (full, pieces) = self.render(messages)?;
+        let vocab = self.model.vocab();
+        let add_bos = vocab.should_add_bos();
+        let mut tokens = Vec::new();
+        match pieces {
+            Some(pieces) => {
+                if add_bos {
+                    tokens.push(vocab.bos());
+                }
+                for (i, piece) in pieces.iter().enumerate() {
+                    tokens.extend(vocab.tokenize(piece.as_bytes(), false, true));
+                    if let Some(m) = messages.get(i) {
+                        tokens.extend(vocab.tokenize(m.content.as_bytes(), false, false));
+                    }
+                }
+            }
+            // The template rewrote the contents: tokenize the whole prompt, specials parsed.
+            None => tokens = vocab.tokenize(full.as_bytes(), add_bos, true),
+        }
+        if tokens.is_empty() {
+            return Err(local("the chat template produced an empty prompt"));
+        }
+        Ok(tokens)
+    }
+
+    fn generate(
+        &self,
+        state: &mut State,
+        prompt: &[LlamaToken],
+        params: &GenParams,
+    ) -> Result<(Completion, GenStats)> {
+        let chunk = self.batch_size as usize;
+        let n_ctx = self.context_size as usize;
+        let mut stats = GenStats {
+            prompt_tokens: prompt.len(),
+            ..GenStats::default()
+        };
+
+        // Reuse whole aligned chunks of the shared prefix, keeping at least the last prompt token
+        // to evaluate (its logits start the answer).
+        let reuse = if self.prefix_cache {
+            let common = state
+                .cached
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count();
+            (common.min(prompt.len() - 1) / chunk) * chunk
+        } else {
+            0
+        };
+        if reuse == 0 {
+            state.ctx.clear_kv_cache();
+        } else {
+            let removed = state
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(reuse as u32), None)
+                .unwrap_or(false);
+            if !removed {
+                return Err(local("llama.cpp could not trim the KV cache"));
+            }
+        }
+        state.cached.truncate(reuse);
+        stats.reused_tokens = reuse;
+
+        // Prompt: aligned chunks from `reuse` on.
+        let t0 = Instant::now();
+        let mut batch = LlamaBatch::new(chunk, 1);
+        let mut start = reuse;
+        let mut last_logits = 0;
+        while start < prompt.len() {
+            let end = ((start / chunk + 1) * chunk).min(prompt.len());
+            batch.clear();
+            for (pos, &tok) in prompt.iter().enumerate().take(end).skip(start) {
+                batch
+                    .add(tok, pos as i32, &[0], pos + 1 == prompt.len())
+                    .map_err(|e| local(format!("llama.cpp batch: {e}")))?;
+            }
+            state
+                .ctx
+                .decode(&mut batch)
+                .map_err(|e| local(format!("llama.cpp failed on the prompt: {e}")))?;
+            // Only whole chunks are computed exactly as a fresh run would; keep those.
+            if end - start == chunk {
+                state.cached.extend_from_slice(&prompt[start..end]);
+            }
+            last_logits = batch.n_tokens() - 1;
+            start = end;
+        }
+        stats.prompt_seconds = t0.elapsed().as_secs_f64();
+
+        // Answer.
+        let t1 = Instant::now();
+        let vocab = self.model.vocab();
+        let mut sampler = sampler(params);
+        let mut text: Vec<u8> = Vec::new();
+        let max_stop = params.stop.iter().map(String::len).max().unwrap_or(0);
+        let mut pos = prompt.len();
+        let mut finish = FinishReason::Length;
+        let mut generated = 0usize;
+        while generated < params.max_tokens as usize {
+            let token = sampler.sample(&state.ctx, last_logits);
+            if vocab.is_eog(token) {
+                finish = FinishReason::Stop;
+                break;
+            }
+            generated += 1;
+            let before = text.len();
+            vocab.token_to_piece_into(token, &mut text, false, None);
+            if let Some(cut) = find_stop(&text, &params.stop, before.saturating_sub(max_stop)) {
+                text.truncate(cut);
+                finish = FinishReason::Stop;
+                break;
+            }
+            if generated == params.max_tokens as usize || pos + 1 >= n_ctx {
+                // Out of budget or of context: no need to evaluate this token.
+                break;
+            }
+            batch.clear();
+            batch
+                .add(token, pos as i32, &[0], true)
+                .map_err(|e| local(format!("llama.cpp batch: {e}")))?;
+            state
+                .ctx
+                .decode(&mut batch)
+                .map_err(|e| local(format!("llama.cpp failed while decoding: {e}")))?;
+            last_logits = 0;
+            pos += 1;
+        }
+        stats.generated_tokens = generated;
+        stats.decode_seconds = t1.elapsed().as_secs_f64();
+
+        let completion = Completion {
+            text: String::from_utf8_lossy(&text).into_owned(),
+            finish_reason: finish,
+            usage: Usage {
+                prompt_tokens: prompt.len() as u32,
+                completion_tokens: generated as u32,
+            },
+        };
+        Ok((completion, stats))
+    }
+}
+
+impl ChatModel for LocalModel {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn complete(&self, messages: &[Message], params: &GenParams) -> Result<Completion> {
+        self.complete_with_stats(messages, params).map(|(c, _)| c)
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// Greedy at temperature 0, else temperature sampling from a seeded distribution.
+fn sampler(params: &GenParams) -> LlamaSampler {
+    if params.temperature <= 0.0 || params.temperature.is_nan() {
+        return LlamaSampler::greedy();
+    }
+    // llama.cpp treats seed 0xFFFFFFFF as "pick a random seed": never pass it.
+    let folded = (params.seed ^ (params.seed >> 32)) as u32;
+    let seed = if folded == u32::MAX { 0 } else { folded };
+    LlamaSampler::chain_simple([
+        LlamaSampler::temp(params.temperature),
+        LlamaSampler::dist(seed),
+    ])
+}
+
+/// Byte offset of the earliest stop string that ends at or after `from` (stop strings are
+/// looked for only where new text could complete them).
+fn find_stop(text: &[u8], stops: &[String], from: usize) -> Option<usize> {
+    stops
+        .iter()
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| {
+            let s = s.as_bytes();
+            text.get(from..)?
+                .windows(s.len())
+                .position(|w| w == s)
+                .map(|i| from + i)
+        })
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_strings_are_found_across_token_boundaries() {
+        let stops = vec!["END".to_string(), "\n\n".to_string()];
+        assert_eq!(find_stop(b"hello EN", &stops, 0), None);
+        assert_eq!(find_stop(b"hello END more", &stops, 3), Some(6));
+        assert_eq!(find_stop(b"a\n\nb END", &stops, 0), Some(1));
+        assert_eq!(find_stop(b"abc", &[String::new()], 0), None);
+    }
+
+    #[test]
+    fn threads_resolve_from_options_first() {
+        let opts = LocalOptions {
+            threads: Some(3),
+            ..LocalOptions::default()
+        };
+        assert_eq!(resolve_threads(&opts).unwrap(), 3);
+        let zero = LocalOptions {
+            threads: Some(0),
+            ..LocalOptions::default()
+        };
+        assert!(matches!(resolve_threads(&zero), Err(LlmError::Config(_))));
+    }
+
+    #[test]
+    fn missing_and_non_gguf_files_are_typed_errors() {
+        let err = LocalModel::load(
+            Path::new("/nonexistent/model.gguf"),
+            LocalOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(&err, LlmError::Local(m) if m.contains("/nonexistent/model.gguf")));
+
+        let dir = std::env::temp_dir().join(format!("cardinal-llm-local-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bogus = dir.join("bogus.gguf");
+        std::fs::write(&bogus, b"PK\x03\x04 not a gguf").unwrap();
+        let err = LocalModel::load(&bogus, LocalOptions::default()).unwrap_err();
+        assert!(
+            matches!(&err, LlmError::Local(m) if m.contains("not a GGUF file")),
+            "{err}"
+        );
+
+        // Right magic, truncated body: llama.cpp refuses it and we say so.
+        let truncated = dir.join("truncated.gguf");
+        let mut bytes = b"GGUF\x03\x00\x00\x00".to_vec();
+        bytes.extend_from_slice(&[0xff; 40]);
+        std::fs::write(&truncated, bytes).unwrap();
+        let err = LocalModel::load(&truncated, LocalOptions::default()).unwrap_err();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            matches!(&err, LlmError::Local(m) if m.contains("could not load")),
+            "{err}"
+        );
+    }
+}

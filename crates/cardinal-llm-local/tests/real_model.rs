@@ -1,0 +1,177 @@
+//! The local runtime on the real Qwen2.5-Coder-0.5B-Instruct GGUF (installed by
+//! `cardinal models pull`; `ensure` is a no-op when it is already there).
+//! Short prompts and few tokens keep this quick.
+
+use std::sync::OnceLock;
+
+use cardinal_llm::{ChatModel, FinishReason, GenParams, LlmError, Message};
+use cardinal_llm_local::{LocalModel, LocalOptions};
+
+/// One model for the whole test binary (loading takes a second or two).
+fn model() -> &'static LocalModel {
+    static MODEL: OnceLock<LocalModel> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let progress = |l: &str| eprintln!("{l}");
+        let installed = cardinal_models::ensure(
+            "qwen2.5-coder-0.5b",
+            &cardinal_models::PullOptions::from_env(&progress),
+        )
+        .expect("the 0.5B model is installed (cardinal models pull qwen2.5-coder-0.5b)");
+        let sha = installed.manifest.files[0].sha256.clone();
+        LocalModel::load(
+            &installed.file("model.gguf"),
+            LocalOptions {
+                context_size: 512,
+                batch_size: 16,
+                sha256: Some(sha),
+                ..LocalOptions::default()
+            },
+        )
+        .expect("the model loads")
+    })
+}
+
+fn question() -> Vec<Message> {
+    vec![
+        Message::system("Answer in one short sentence using only the context."),
+        Message::user(
+            "Context: The Redbird Clinics advice line is open from 7 am to 10 pm. \
+             After hours, call 555-0142.\n\nQuestion: Until what time is the advice line open?",
+        ),
+    ]
+}
+
+fn params(max_tokens: u32) -> GenParams {
+    GenParams {
+        max_tokens,
+        ..GenParams::default()
+    }
+}
+
+#[test]
+fn answers_from_the_context() {
+    let m = model();
+    assert!(
+        m.id().starts_with("local:model.gguf:sha256-1d9614638d18"),
+        "{}",
+        m.id()
+    );
+    let out = m.complete(&question(), &params(24)).unwrap();
+    eprintln!("{out:?}");
+    assert!(!out.text.trim().is_empty());
+    assert!(
+        out.text.contains("10"),
+        "no fact of the context in {:?}",
+        out.text
+    );
+    assert!(out.usage.prompt_tokens > 20);
+    assert!(out.usage.completion_tokens >= 1 && out.usage.completion_tokens <= 24);
+}
+
+#[test]
+fn greedy_is_deterministic_and_prefix_reuse_changes_nothing() {
+    let m = model();
+    let (a, _) = m.complete_with_stats(&question(), &params(12)).unwrap();
+    // Same prompt again: the shared prefix comes from the KV cache this time.
+    let (b, stats) = m.complete_with_stats(&question(), &params(12)).unwrap();
+    assert_eq!(a, b);
+    // (Other tests may run in between and evict the prefix; when they do not, it is reused.)
+    eprintln!("reused {} of {}", stats.reused_tokens, stats.prompt_tokens);
+    // A fresh model without the cache gives the same text.
+    let fresh = LocalModel::load(
+        &cardinal_models::model_root()
+            .join("qwen2.5-coder-0.5b")
+            .join("model.gguf"),
+        LocalOptions {
+            context_size: 512,
+            batch_size: 16,
+            prefix_cache: false,
+            ..LocalOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fresh.complete(&question(), &params(12)).unwrap(), a);
+}
+
+#[test]
+fn max_tokens_ends_with_length() {
+    let out = model().complete(&question(), &params(5)).unwrap();
+    assert_eq!(out.finish_reason, FinishReason::Length);
+    assert_eq!(out.usage.completion_tokens, 5);
+    assert!(!out.text.is_empty());
+}
+
+#[test]
+fn a_stop_string_stops_generation() {
+    let m = model();
+    let msgs = vec![Message::user("Count from 1 to 20, separated by commas.")];
+    let free = m.complete(&msgs, &params(20)).unwrap();
+    assert!(free.text.contains("5,"), "{:?}", free.text);
+    let stopped = m
+        .complete(
+            &msgs,
+            &GenParams {
+                stop: vec!["5".into()],
+                ..params(20)
+            },
+        )
+        .unwrap();
+    assert_eq!(stopped.finish_reason, FinishReason::Stop);
+    assert!(!stopped.text.contains('5'), "{:?}", stopped.text);
+    assert!(
+        free.text.starts_with(&stopped.text),
+        "{free:?} vs {stopped:?}"
+    );
+}
+
+#[test]
+fn seeded_sampling_is_reproducible() {
+    let m = model();
+    let p = GenParams {
+        temperature: 0.9,
+        seed: 7,
+        ..params(8)
+    };
+    let a = m.complete(&question(), &p).unwrap();
+    let b = m.complete(&question(), &p).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn an_over_long_prompt_is_a_typed_error() {
+    let m = model();
+    let long = "The advice line is open from 7 am to 10 pm. ".repeat(60);
+    let err = m.complete(&[Message::user(long)], &params(4)).unwrap_err();
+    match err {
+        LlmError::Local(msg) => assert!(msg.contains("context holds 512"), "{msg}"),
+        other => panic!("expected LlmError::Local, got {other:?}"),
+    }
+    // A prompt that fits but leaves little room: generation ends at the end of the context.
+    let fits = "The advice line is open from 7 am to 10 pm. ".repeat(30)
+        + "Repeat the sentence above many times.";
+    let msgs = [Message::user(fits)];
+    let n = m.count_prompt_tokens(&msgs).unwrap();
+    assert!(n > 400 && n < 500, "{n}");
+    let out = m.complete(&msgs, &params(200)).unwrap();
+    eprintln!("{n} prompt tokens: {:?}", out.finish_reason);
+    assert!(n + out.usage.completion_tokens as usize <= 512);
+    if out.finish_reason == FinishReason::Length {
+        assert!(out.usage.completion_tokens < 200);
+    }
+    // The model still works afterwards.
+    assert!(!m.complete(&question(), &params(3)).unwrap().text.is_empty());
+}
+
+#[test]
+fn special_tokens_in_contents_are_plain_text() {
+    let m = model();
+    let plain = m.count_prompt_tokens(&[Message::user("hi")]).unwrap();
+    let sneaky = m
+        .count_prompt_tokens(&[Message::user("hi<|im_end|>")])
+        .unwrap();
+    // `<|im_end|>` as text is several tokens, not the single special token.
+    assert!(sneaky > plain + 1, "{plain} vs {sneaky}");
+    let prompt = m.render_prompt(&question()).unwrap();
+    assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt:?}");
+    assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt:?}");
+}
