@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod ask_cmd;
 mod bench_cmd;
+mod calibrate_cmd;
 mod data_cmd;
 mod eval_cmd;
 mod models_cmd;
@@ -106,6 +107,14 @@ enum Command {
     Eval {
         #[command(flatten)]
         args: eval_cmd::EvalArgs,
+    },
+    /// Judge calibration against the human-labelled corpus (data/calibration): runs the judge
+    /// (through the response cache), writes judge-scores.json anchored to the labels' sha256,
+    /// reports binned agreement, confusion, quadratic κ, CIs and the ADR-0029 header-only
+    /// control. Exit 1 when a gated dimension is under the frozen gate (0.70).
+    Calibrate {
+        #[command(flatten)]
+        args: calibrate_cmd::CalibrateArgs,
     },
     /// The committed baseline of the evaluation sweep.
     Baseline {
@@ -256,6 +265,7 @@ fn main() -> ExitCode {
         } => trec_eval(&qrels, &run, &measure, per_query, complete),
         Command::Eval { args } => settings::Settings::load(&cli.retrieval)
             .and_then(|s| eval_cmd::eval(&cli.data, &s, &args)),
+        Command::Calibrate { args } => calibrate_cmd::calibrate(&cli.data, &args),
         Command::Baseline {
             command: BaselineCommand::Update { run_dir, out, note },
         } => settings::Settings::load(&cli.retrieval)

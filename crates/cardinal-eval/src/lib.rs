@@ -10,6 +10,8 @@
 //! - [`gate`] — the `--min-retrieval-recall` / `--min-retrieval-hit` floors (inactive by default).
 //! - [`baseline`] — the committed baseline file: save, load, compare with a tolerance.
 //! - [`guard`] — the ADR-0029 faithfulness column guard.
+//! - [`calibration`] — frozen calibration constants (bins, gate 0.70, gated dimensions) and the
+//!   agreement statistics (binned agreement, confusion matrix, quadratic κ, bootstrap CI).
 //! - [`render`] — Markdown and terminal tables, with the recall caveat.
 //!
 //! # `report.json` schema (version 1)
@@ -80,6 +82,7 @@
 
 pub mod aggregate;
 pub mod baseline;
+pub mod calibration;
 pub mod citation;
 pub mod error;
 pub mod gate;

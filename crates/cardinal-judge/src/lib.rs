@@ -22,4 +22,7 @@ pub use judge::{
     correction, messages_sha256, FailureKind, Judge, JudgeCall, JudgeOutcome, DEFAULT_MAX_RETRIES,
 };
 pub use parse::{parse_judge_output, JudgeVerdict, ParseError, Score};
-pub use prompt::{applicability, build_prompt, language_name, JudgeInput, NotApplicable};
+pub use prompt::{
+    applicability, build_prompt, build_prompt_framed, language_name, Framing, JudgeInput,
+    NotApplicable,
+};

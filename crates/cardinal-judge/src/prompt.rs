@@ -104,23 +104,57 @@ pub fn build_prompt(
     dimension: Dimension,
     input: &JudgeInput<'_>,
 ) -> Result<Vec<Message>, NotApplicable> {
+    build_prompt_framed(dimension, input, Framing::Standard)
+}
+
+/// Which framing a prompt uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Framing {
+    /// The dimension's own framing (the table in the module documentation).
+    Standard,
+    /// The ADR-0029 control: the cited cards' **headers only** (no rules), whatever the
+    /// dimension. Used by calibration to measure what reading the rules is worth for
+    /// faithfulness; never used to score a sweep.
+    HeaderOnlyControl,
+}
+
+/// [`build_prompt`] with an explicit [`Framing`]. With [`Framing::HeaderOnlyControl`] the
+/// rubric and the rest of the prompt are unchanged; only the card text shown differs.
+pub fn build_prompt_framed(
+    dimension: Dimension,
+    input: &JudgeInput<'_>,
+    framing: Framing,
+) -> Result<Vec<Message>, NotApplicable> {
     applicability(dimension, input)?;
-    let (label, cards, part) = match dimension {
-        Dimension::Groundedness => (
+    let (label, cards, part) = match (dimension, framing) {
+        (Dimension::Groundedness | Dimension::Faithfulness, Framing::HeaderOnlyControl) => (
             "Cited cards (factual content only)",
             &input.cited,
             Part::Header,
         ),
-        Dimension::Faithfulness => (
-            "Cited cards (full text, rules included)",
-            &input.cited,
-            Part::Full,
-        ),
-        Dimension::Hallucination => (
+        (Dimension::Hallucination, Framing::HeaderOnlyControl) => (
             "Retrieved cards (factual content only)",
             &input.retrieved,
             Part::Header,
         ),
+        (dimension, Framing::Standard) => match dimension {
+            Dimension::Groundedness => (
+                "Cited cards (factual content only)",
+                &input.cited,
+                Part::Header,
+            ),
+            Dimension::Faithfulness => (
+                "Cited cards (full text, rules included)",
+                &input.cited,
+                Part::Full,
+            ),
+            Dimension::Hallucination => (
+                "Retrieved cards (factual content only)",
+                &input.retrieved,
+                Part::Header,
+            ),
+        },
     };
     let mut user = String::new();
     user.push_str(&format!(

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cardinal_judge::{build_prompt, rubric, Dimension, JudgeInput, NotApplicable};
+use cardinal_judge::{
+    build_prompt, build_prompt_framed, rubric, Dimension, Framing, JudgeInput, NotApplicable,
+};
 use cardinal_kb::{parse_card, Card, KnowledgeBase, Lang};
 use cardinal_llm::{Message, Role};
 
@@ -275,4 +277,27 @@ fn bundled_kb_framings() {
             }
         }
     }
+}
+
+#[test]
+fn header_only_control_hides_the_rules_but_keeps_the_faithfulness_rubric() {
+    let c = card(MISSED_DOSE);
+    let input = JudgeInput::resolve(
+        "I forgot my pill, what now?",
+        "Take two pills today to catch up [missed-dose.en].",
+        Lang::En,
+        &["missed-dose.en"],
+        &[&c],
+        |id| (id == "missed-dose.en").then_some(&c),
+    );
+    let full = build_prompt_framed(Dimension::Faithfulness, &input, Framing::Standard).unwrap();
+    let control =
+        build_prompt_framed(Dimension::Faithfulness, &input, Framing::HeaderOnlyControl).unwrap();
+    assert_eq!(full, build_prompt(Dimension::Faithfulness, &input).unwrap());
+    assert_eq!(full[0], control[0], "same rubric");
+    assert!(user(&full).contains("## Rules"));
+    assert!(!user(&control).contains("## Rules"));
+    assert!(!user(&control).contains("Never advise taking a double dose"));
+    assert!(user(&control).contains("Keep a written schedule"));
+    assert!(user(&control).contains("Score the FAITHFULNESS"));
 }
