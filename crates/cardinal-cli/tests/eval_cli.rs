@@ -61,7 +61,7 @@ fn eval(data: &Path, run_dir: &Path, extra: &[&str]) -> Output {
         .arg(data)
         .arg("--store-path")
         .arg(&store)
-        .args(["eval", "--llm", "extractive"])
+        .args(["eval", "--llm", "extractive", "--judge", "none"])
         .arg("--run-dir")
         .arg(run_dir)
         .arg("--cache-dir")
