@@ -15,7 +15,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use cardinal_dataset::calibration::{load_calibration_dir, Category, LoadedItem};
 use cardinal_eval::calibration::{
-    agreement, passes_gate, Agreement, Pair, AGREEMENT_GATE, GATED_DIMENSIONS,
+    agreement, passes_gate, Agreement, Pair, AGREEMENT_GATE, BINS, GATED_DIMENSIONS,
 };
 use cardinal_eval::Bin;
 use cardinal_judge::{build_prompt_framed, Dimension, Framing, Judge, JudgeInput, JudgeOutcome};
@@ -147,19 +147,6 @@ pub fn check_anchor(scored_against: &[LabelsHash], now: &[LabelsHash]) -> Result
     )
 }
 
-fn limited(items: Vec<LoadedItem>, limit: Option<usize>) -> Vec<LoadedItem> {
-    let Some(n) = limit else { return items };
-    let mut seen: BTreeMap<PathBuf, usize> = BTreeMap::new();
-    items
-        .into_iter()
-        .filter(|li| {
-            let k = seen.entry(li.path.clone()).or_default();
-            *k += 1;
-            *k <= n
-        })
-        .collect()
-}
-
 pub fn calibrate(data: &Path, args: &CalibrateArgs) -> Result<Outcome> {
     let dir = args
         .labels
@@ -195,7 +182,8 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs) -> Result<Outcome> {
         }
         None => {
             let kb = KnowledgeBase::load(&data.join("kb"))?;
-            let items = limited(items.clone(), args.limit);
+            let mut items = items.clone();
+            crate::keep_first_per_file(&mut items, args.limit, |li| &li.path);
             let file = run_judge(&kb, &items, &now, args)?;
             fs::create_dir_all(&args.out)
                 .with_context(|| format!("creating {}", args.out.display()))?;
@@ -527,7 +515,7 @@ fn render_markdown(r: &CalibrationReport) -> String {
             "**{} / {}** (n = {})\n\n| human \\ judge | low | mid | high |\n| --- | --- | --- | --- |",
             row.dimension, row.slice, row.stats.n
         );
-        for (i, b) in [Bin::Low, Bin::Mid, Bin::High].iter().enumerate() {
+        for (i, b) in BINS.iter().enumerate() {
             let _ = writeln!(s, "| {:?} | {} | {} | {} |", b, c[i][0], c[i][1], c[i][2]);
         }
         let _ = writeln!(s);

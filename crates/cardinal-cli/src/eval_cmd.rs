@@ -201,14 +201,7 @@ pub fn eval(data: &Path, s: &Settings, args: &EvalArgs) -> Result<Outcome> {
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    if let Some(n) = args.limit {
-        let mut per_file: BTreeMap<PathBuf, usize> = BTreeMap::new();
-        cases.retain(|c| {
-            let seen = per_file.entry(c.path.clone()).or_default();
-            *seen += 1;
-            *seen <= n
-        });
-    }
+    crate::keep_first_per_file(&mut cases, args.limit, |c| &c.path);
     let p = prepare(data, s)?;
     let kb = Arc::new(p.kb);
     let k = p.retriever.config.top_k;

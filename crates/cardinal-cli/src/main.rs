@@ -290,3 +290,19 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// `--limit N` of eval and calibrate: keep the first `limit` items of each source file, in
+/// order (everything when `None`).
+pub(crate) fn keep_first_per_file<T>(
+    items: &mut Vec<T>,
+    limit: Option<usize>,
+    path_of: impl Fn(&T) -> &std::path::Path,
+) {
+    let Some(n) = limit else { return };
+    let mut seen: std::collections::BTreeMap<PathBuf, usize> = std::collections::BTreeMap::new();
+    items.retain(|item| {
+        let k = seen.entry(path_of(item).to_path_buf()).or_default();
+        *k += 1;
+        *k <= n
+    });
+}
