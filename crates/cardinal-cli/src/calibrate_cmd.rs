@@ -222,8 +222,43 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs) -> Result<Outcome> {
     })
 }
 
-/// Run the judge over the items: groundedness and faithfulness with their own framings, plus
-/// the header-only faithfulness control on rule-violation items.
+/// The judgements to make, in the order they are made: every groundedness judgement, then
+/// every faithfulness one, then the header-only faithfulness control on rule-violation items;
+/// within each phase, items ordered by (language, cited ids, item id).
+///
+/// The order never changes a score (each call is independent, temperature 0); it is chosen for
+/// speed: consecutive prompts then share their longest prefix — the rubric (the system
+/// message), the language line and often the same cards — which the local runtime does not
+/// process again (prefix KV reuse). Interleaving dimensions per item would switch the rubric on
+/// every call and lose all of it.
+fn judgement_plan(items: &[LoadedItem]) -> Vec<(&LoadedItem, Dimension, Framing)> {
+    let mut ordered: Vec<&LoadedItem> = items.iter().collect();
+    ordered.sort_by(|a, b| {
+        (a.item.lang.tag(), &a.item.cited, &a.item.id).cmp(&(
+            b.item.lang.tag(),
+            &b.item.cited,
+            &b.item.id,
+        ))
+    });
+    let mut plan = Vec::new();
+    for (dim, framing) in [
+        (Dimension::Groundedness, Framing::Standard),
+        (Dimension::Faithfulness, Framing::Standard),
+        (Dimension::Faithfulness, Framing::HeaderOnlyControl),
+    ] {
+        for li in &ordered {
+            if framing == Framing::HeaderOnlyControl && li.item.category != Category::RuleViolation
+            {
+                continue;
+            }
+            plan.push((*li, dim, framing));
+        }
+    }
+    plan
+}
+
+/// Run the judge over the items in [`judgement_plan`] order: groundedness and faithfulness
+/// with their own framings, plus the header-only faithfulness control on rule-violation items.
 fn run_judge(
     kb: &KnowledgeBase,
     items: &[LoadedItem],
@@ -233,14 +268,7 @@ fn run_judge(
     let model = model_for(args.llm.llm, &args.llm)?
         .context("the judge needs a model: --llm local, local-small or openai")?;
     let judge = Judge::new(model.clone() as Arc<dyn ChatModel>);
-    let mut plan: Vec<(&LoadedItem, Dimension, Framing)> = Vec::new();
-    for li in items {
-        plan.push((li, Dimension::Groundedness, Framing::Standard));
-        plan.push((li, Dimension::Faithfulness, Framing::Standard));
-        if li.item.category == Category::RuleViolation {
-            plan.push((li, Dimension::Faithfulness, Framing::HeaderOnlyControl));
-        }
-    }
+    let plan = judgement_plan(items);
     let mut bar = Progress::new("judgements");
     let mut scores = Vec::with_capacity(plan.len());
     for (i, (li, dim, framing)) in plan.iter().enumerate() {

@@ -22,7 +22,7 @@ fn bin(s: u64) -> u8 {
 }
 
 /// A labels dir with, per language, the first 2 rule-violation items and the first 3 others
-/// that cite a card. Returns the items in the order the command judges them.
+/// that cite a card. Returns the items in the order the command judges them within a phase.
 fn subset(dir: &Path) -> Vec<Value> {
     fs::create_dir_all(dir).unwrap();
     let mut all = Vec::new();
@@ -48,6 +48,21 @@ fn subset(dir: &Path) -> Vec<Value> {
         }
         fs::write(dir.join(format!("{lang}.jsonl")), lines.join("\n") + "\n").unwrap();
     }
+    // The command's order within each phase: language, cited ids, item id.
+    let key = |v: &Value| {
+        let cited: Vec<String> = v["cited"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        (
+            v["lang"].as_str().unwrap().to_string(),
+            cited,
+            v["id"].as_str().unwrap().to_string(),
+        )
+    };
+    all.sort_by_key(key);
     all
 }
 
@@ -97,29 +112,33 @@ fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
     let items = subset(&labels);
     assert_eq!(items.len(), 15);
 
-    // Script, in the command's order (per item: groundedness, faithfulness, then the
-    // header-only control on rule-violation items). The judge echoes the human groundedness,
-    // except on every third item where it answers 5; faithfulness always echoes the human;
-    // the header-only control always says 5 (it cannot see the broken rule).
+    // Script, in the command's order (all groundedness, all faithfulness, then the header-only
+    // control on rule-violation items). The judge echoes the human groundedness, except on
+    // every third item where it answers 5; faithfulness always echoes the human; the
+    // header-only control always says 5 (it cannot see the broken rule).
     let mut script = Vec::new();
     let mut want_g = (0usize, 0usize); // (agreeing, n)
     let mut want_ctrl = (0usize, 0usize);
     for (i, it) in items.iter().enumerate() {
         let hg = it["labels"]["groundedness"]["score"].as_u64().unwrap();
-        let hf = it["labels"]["faithfulness"]["score"].as_u64().unwrap();
         let jg = if i % 3 == 0 { 5 } else { hg };
         script.push(verdict(jg));
         want_g.1 += 1;
         if bin(jg) == bin(hg) {
             want_g.0 += 1;
         }
-        script.push(verdict(hf));
-        if it["category"] == "rule_violation" {
-            script.push(verdict(5));
-            want_ctrl.1 += 1;
-            if bin(5) == bin(hf) {
-                want_ctrl.0 += 1;
-            }
+    }
+    for it in &items {
+        script.push(verdict(
+            it["labels"]["faithfulness"]["score"].as_u64().unwrap(),
+        ));
+    }
+    for it in items.iter().filter(|it| it["category"] == "rule_violation") {
+        let hf = it["labels"]["faithfulness"]["score"].as_u64().unwrap();
+        script.push(verdict(5));
+        want_ctrl.1 += 1;
+        if bin(5) == bin(hf) {
+            want_ctrl.0 += 1;
         }
     }
     let n_calls = script.len();
@@ -229,17 +248,22 @@ fn a_judge_that_disagrees_fails_the_gate() {
     let items = subset(&labels);
     // Always the opposite bin of the human (high -> 1, otherwise 5).
     let flip = |s: u64| if s >= 4 { 1 } else { 5 };
-    let mut script = Vec::new();
-    for it in &items {
-        script.push(verdict(flip(
-            it["labels"]["groundedness"]["score"].as_u64().unwrap(),
-        )));
-        let hf = it["labels"]["faithfulness"]["score"].as_u64().unwrap();
-        script.push(verdict(flip(hf)));
-        if it["category"] == "rule_violation" {
-            script.push(verdict(flip(hf)));
-        }
-    }
+    let human = |it: &Value, dim: &str| it["labels"][dim]["score"].as_u64().unwrap();
+    let mut script: Vec<_> = items
+        .iter()
+        .map(|it| verdict(flip(human(it, "groundedness"))))
+        .collect();
+    script.extend(
+        items
+            .iter()
+            .map(|it| verdict(flip(human(it, "faithfulness")))),
+    );
+    script.extend(
+        items
+            .iter()
+            .filter(|it| it["category"] == "rule_violation")
+            .map(|it| verdict(flip(human(it, "faithfulness")))),
+    );
     let (server, url) = ScriptedServer::start(script).unwrap();
     let out = tmp.path().join("out");
     let o = calibrate(&labels, &out, &["--llm", "openai", "--llm-url", &url]);
