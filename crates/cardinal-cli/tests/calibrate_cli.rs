@@ -3,15 +3,14 @@
 //! scripted scores; scores are anchored to the labels' sha256; the gate decides the exit code.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use cardinal_llm::testing::{ScriptedResponse, ScriptedServer};
 use serde_json::Value;
 
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data")
-}
+mod common;
+use common::{bundled_data, text};
 
 fn bin(s: u64) -> u8 {
     match s {
@@ -27,7 +26,8 @@ fn subset(dir: &Path) -> Vec<Value> {
     fs::create_dir_all(dir).unwrap();
     let mut all = Vec::new();
     for lang in ["en", "es-419", "pt-BR"] {
-        let text = fs::read_to_string(data().join(format!("calibration/{lang}.jsonl"))).unwrap();
+        let text =
+            fs::read_to_string(bundled_data().join(format!("calibration/{lang}.jsonl"))).unwrap();
         let (mut rv, mut other) = (0, 0);
         let mut lines = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -75,7 +75,7 @@ fn verdict(score: u64) -> ScriptedResponse {
 fn calibrate(labels: &Path, out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
         .arg("--data")
-        .arg(data())
+        .arg(bundled_data())
         .arg("calibrate")
         .arg("--labels")
         .arg(labels)
@@ -85,15 +85,6 @@ fn calibrate(labels: &Path, out: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("the cardinal binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn row<'a>(report: &'a Value, dim: &str, slice: &str) -> &'a Value {

@@ -6,9 +6,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn bundled_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data")
-}
+mod common;
+use common::{bundled_data, copy_dir};
 
 fn cardinal(data: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
@@ -17,19 +16,6 @@ fn cardinal(data: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("the cardinal binary runs")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A scratch copy of the bundled data.

@@ -7,9 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn bundled_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data")
-}
+mod common;
+use common::{bundled_data, copy_dir, text};
 
 /// A scratch data dir: the bundled KB and the first `per_lang` cases of each language, plus one
 /// case whose gold card cannot be retrieved for its question (so hit@k < 1 for sure).
@@ -41,19 +40,6 @@ fn slice(per_lang: usize) -> (tempfile::TempDir, PathBuf) {
     (tmp, data)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 fn eval(data: &Path, run_dir: &Path, extra: &[&str]) -> Output {
     let store = data.parent().unwrap().join("store");
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
@@ -69,15 +55,6 @@ fn eval(data: &Path, run_dir: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("the cardinal binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn overall(report: &Value, key: &str) -> (f64, u64) {

@@ -4,22 +4,21 @@
 //! with --strict) when every score is high.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use cardinal_llm::testing::{ScriptedResponse, ScriptedServer};
 use serde_json::Value;
 
-const LIMIT: &str = "6";
+mod common;
+use common::{bundled_data, text};
 
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data")
-}
+const LIMIT: &str = "6";
 
 fn eval(tmp: &Path, run: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
         .arg("--data")
-        .arg(data())
+        .arg(bundled_data())
         .arg("--store-path")
         .arg(tmp.join("store"))
         .args([
@@ -35,15 +34,6 @@ fn eval(tmp: &Path, run: &str, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .expect("the cardinal binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn records(dir: &Path) -> Vec<Value> {
