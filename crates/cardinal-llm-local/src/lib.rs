@@ -4,11 +4,13 @@
 //! * The prompt is built with the chat template stored in the GGUF metadata.
 //! * `temperature <= 0` is greedy decoding; otherwise temperature sampling seeded by
 //!   [`GenParams::seed`]. Either way a fixed input gives a fixed output.
-//! * One generation runs at a time (the llama.cpp context sits behind a mutex). Consecutive
-//!   calls that share a prompt prefix (the agent's and the judge's long system prompts) reuse the
-//!   KV cache of that prefix. Reuse happens only at whole prompt chunks, aligned to absolute
-//!   positions, so every chunk is computed with the same batch shape whether or not it was cached:
-//!   reusing the cache never changes the output.
+//! * One generation runs at a time (the llama.cpp contexts sit behind a mutex). A call whose
+//!   prompt shares a prefix with a recent call (the agent's and the judge's long system prompts)
+//!   reuses the KV cache of that prefix. Up to [`LocalOptions::prefix_slots`] contexts are kept,
+//!   each holding the prompt of a recent call, so prompts that alternate (the judge's three
+//!   rubrics in a sweep) each find their own prefix. Reuse happens only at whole prompt chunks,
+//!   aligned to absolute positions, so every chunk is computed with the same batch shape whether
+//!   or not it was cached: reusing the cache never changes the output.
 //! * llama.cpp's own logging is silenced unless `CARDINAL_LLAMA_LOG=1`.
 //!
 //! Message contents are tokenized as plain text: a user who types `<|im_end|>` does not close
@@ -50,8 +52,14 @@ pub struct LocalOptions {
     /// granularity of prefix reuse. 128 processes prompts as fast as 256 or 512 on 2 cores and
     /// reuses more of a shared prefix.
     pub batch_size: u32,
-    /// Reuse the KV cache of a prompt prefix shared with the previous call.
+    /// Reuse the KV cache of a prompt prefix shared with a recent call.
     pub prefix_cache: bool,
+    /// How many KV caches (llama.cpp contexts, created on demand) keep recent prompts for prefix
+    /// reuse. A call continues the slot that shares the longest aligned prefix with its prompt,
+    /// else takes a new slot, else the least recently used one. 4 covers a sweep's agent prompt
+    /// plus the judge's three rubrics; each slot costs one context's KV cache (about 115 MB for
+    /// the 1.5B model at 4096 tokens). Ignored (one context) when `prefix_cache` is off.
+    pub prefix_slots: usize,
     /// The model file's sha256 when the caller knows it (from a manifest); it goes into
     /// [`ChatModel::id`]. Without it the id carries the file size.
     pub sha256: Option<String>,
@@ -64,6 +72,7 @@ impl Default for LocalOptions {
             context_size: 4096,
             batch_size: 128,
             prefix_cache: true,
+            prefix_slots: 4,
             sha256: None,
         }
     }
@@ -152,12 +161,38 @@ fn backend() -> Result<&'static LlamaBackend> {
         .map_err(|e| local(e.clone()))
 }
 
-/// What the KV cache holds between calls.
-struct State {
+/// One llama.cpp context and what its KV cache holds between calls.
+struct Slot {
     ctx: LlamaContext<'static>,
     /// Tokens whose KV entries are in the cache and were computed as whole, aligned prompt
     /// chunks (so they are bit-identical to a fresh computation).
     cached: Vec<LlamaToken>,
+    /// When the slot was last used (a call counter).
+    last_used: u64,
+}
+
+impl Slot {
+    fn forget(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+}
+
+/// The contexts kept between calls (at least one).
+struct State {
+    slots: Vec<Slot>,
+    clock: u64,
+}
+
+/// Tokens of `prompt` a slot holding `cached` can skip: the common prefix, cut down to whole
+/// chunks, keeping at least the last prompt token to evaluate (its logits start the answer).
+fn aligned_reuse(cached: &[LlamaToken], prompt: &[LlamaToken], chunk: usize) -> usize {
+    let common = cached
+        .iter()
+        .zip(prompt)
+        .take_while(|(a, b)| a == b)
+        .count();
+    (common.min(prompt.len().saturating_sub(1)) / chunk) * chunk
 }
 
 /// A GGUF chat model run in-process by llama.cpp. See the crate documentation.
@@ -172,6 +207,9 @@ pub struct LocalModel {
     batch_size: u32,
     threads: usize,
     prefix_cache: bool,
+    prefix_slots: usize,
+    /// The parameters every context of this model is created with.
+    context_params: LlamaContextParams,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -258,36 +296,88 @@ impl LocalModel {
             Some(sha) => format!("local:{file_name}:sha256-{}", sha.to_lowercase()),
             None => format!("local:{file_name}:{}", meta.len()),
         };
+        let batch_size = options.batch_size.min(options.context_size);
+        let n_threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        let context_params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(options.context_size))
+            .with_n_batch(batch_size)
+            .with_n_ubatch(batch_size)
+            .with_n_seq_max(1)
+            .with_n_threads(n_threads)
+            .with_n_threads_batch(n_threads);
         let mut this = LocalModel {
             state: None,
             model,
             template,
             id,
             context_size: options.context_size,
-            batch_size: options.batch_size.min(options.context_size),
+            batch_size,
             threads,
             prefix_cache: options.prefix_cache,
+            prefix_slots: if options.prefix_cache {
+                options.prefix_slots.max(1)
+            } else {
+                1
+            },
+            context_params,
         };
-        let n_threads = i32::try_from(threads).unwrap_or(i32::MAX);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(options.context_size))
-            .with_n_batch(this.batch_size)
-            .with_n_ubatch(this.batch_size)
-            .with_n_seq_max(1)
-            .with_n_threads(n_threads)
-            .with_n_threads_batch(n_threads);
-        let ctx = model.new_context(backend, params).map_err(|e| {
-            local(format!(
-                "llama.cpp could not create a {}-token context: {e}",
-                options.context_size
-            ))
-        })?;
-        this.context_size = ctx.n_ctx();
+        let first = this.new_slot()?;
+        this.context_size = first.ctx.n_ctx();
         this.state = Some(Mutex::new(State {
-            ctx,
-            cached: Vec::new(),
+            slots: vec![first],
+            clock: 0,
         }));
         Ok(this)
+    }
+
+    /// A fresh context with this model's parameters.
+    fn new_slot(&self) -> Result<Slot> {
+        let ctx = self
+            .model
+            .new_context(backend()?, self.context_params.clone())
+            .map_err(|e| {
+                local(format!(
+                    "llama.cpp could not create a {}-token context: {e}",
+                    self.context_size
+                ))
+            })?;
+        Ok(Slot {
+            ctx,
+            cached: Vec::new(),
+            last_used: 0,
+        })
+    }
+
+    /// The slot a prompt runs in: the one sharing the longest aligned prefix; with no reuse
+    /// anywhere, a new slot while fewer than `prefix_slots` exist, else the least recently used.
+    fn pick_slot(&self, state: &mut State, prompt: &[LlamaToken]) -> usize {
+        let chunk = self.batch_size as usize;
+        if self.prefix_cache {
+            let best = state
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
+                .max();
+            if let Some((reuse, _, i)) = best {
+                if reuse > 0 {
+                    return i;
+                }
+            }
+            if state.slots.len() < self.prefix_slots {
+                // A context that cannot be allocated is not an error: reuse an old slot.
+                if let Ok(slot) = self.new_slot() {
+                    state.slots.push(slot);
+                    return state.slots.len() - 1;
+                }
+            }
+        }
+        state
+            .slots
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.last_used)
+            .map_or(0, |(i, _)| i)
     }
 
     /// The context window in tokens.
@@ -326,11 +416,15 @@ impl LocalModel {
             )));
         }
         let mut state = self.lock();
-        let result = self.generate(&mut state, &prompt, params);
+        let i = self.pick_slot(&mut state, &prompt);
+        state.clock += 1;
+        let clock = state.clock;
+        let slot = &mut state.slots[i];
+        slot.last_used = clock;
+        let result = self.generate(slot, &prompt, params);
         if result.is_err() {
             // Whatever the cache holds now is unknown: start afresh next time.
-            state.ctx.clear_kv_cache();
-            state.cached.clear();
+            slot.forget();
         }
         result
     }
@@ -339,8 +433,7 @@ impl LocalModel {
         let state = self.state.as_ref().expect("state is set until drop");
         state.lock().unwrap_or_else(|poisoned| {
             let mut guard = poisoned.into_inner();
-            guard.ctx.clear_kv_cache();
-            guard.cached.clear();
+            guard.slots.iter_mut().for_each(Slot::forget);
             guard
         })
     }
@@ -418,7 +511,7 @@ impl LocalModel {
 
     fn generate(
         &self,
-        state: &mut State,
+        state: &mut Slot,
         prompt: &[LlamaToken],
         params: &GenParams,
     ) -> Result<(Completion, GenStats)> {
@@ -429,16 +522,9 @@ impl LocalModel {
             ..GenStats::default()
         };
 
-        // Reuse whole aligned chunks of the shared prefix, keeping at least the last prompt token
-        // to evaluate (its logits start the answer).
+        // Reuse whole aligned chunks of the shared prefix.
         let reuse = if self.prefix_cache {
-            let common = state
-                .cached
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count();
-            (common.min(prompt.len() - 1) / chunk) * chunk
+            aligned_reuse(&state.cached, prompt, chunk)
         } else {
             0
         };

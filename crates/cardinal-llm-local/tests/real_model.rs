@@ -175,3 +175,60 @@ fn special_tokens_in_contents_are_plain_text() {
     assert!(prompt.starts_with("<|im_start|>system\n"), "{prompt:?}");
     assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt:?}");
 }
+
+/// A model of its own (the shared one is used by other tests in parallel, which would move
+/// its slots around), with `slots` prefix slots.
+fn model_with_slots(slots: usize) -> LocalModel {
+    let _ = model(); // installs the file when missing
+    LocalModel::load(
+        &cardinal_models::model_root()
+            .join("qwen2.5-coder-0.5b")
+            .join("model.gguf"),
+        LocalOptions {
+            context_size: 512,
+            batch_size: 16,
+            prefix_slots: slots,
+            ..LocalOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn with_system(system: &str) -> Vec<Message> {
+    let mut msgs = question();
+    msgs[0] = Message::system(system);
+    msgs
+}
+
+#[test]
+fn alternating_prompts_each_keep_their_prefix_in_their_own_slot() {
+    let a = with_system(
+        "You are a careful assistant for a clinic. Answer in one short sentence, using only \
+         the context given by the user, and never add facts of your own.",
+    );
+    let b = with_system(
+        "Reply tersely. Quote the relevant number from the context and nothing else; if the \
+         context does not say, reply that it does not say.",
+    );
+    let two = model_with_slots(2);
+    let (first, _) = two.complete_with_stats(&a, &params(10)).unwrap();
+    let (_, sb) = two.complete_with_stats(&b, &params(10)).unwrap();
+    assert_eq!(sb.reused_tokens, 0, "b shares no whole chunk with a");
+    let (again, sa) = two.complete_with_stats(&a, &params(10)).unwrap();
+    assert!(
+        sa.reused_tokens >= 32,
+        "a's prefix survived b in the other slot: reused {} of {}",
+        sa.reused_tokens,
+        sa.prompt_tokens
+    );
+    assert_eq!(first, again, "reuse from a slot changes nothing");
+
+    // One slot: b evicts a's prefix.
+    let one = model_with_slots(1);
+    let (first1, _) = one.complete_with_stats(&a, &params(10)).unwrap();
+    one.complete_with_stats(&b, &params(10)).unwrap();
+    let (again1, s1) = one.complete_with_stats(&a, &params(10)).unwrap();
+    assert_eq!(s1.reused_tokens, 0);
+    assert_eq!(first1, first);
+    assert_eq!(again1, first);
+}
