@@ -3,7 +3,7 @@
 //! language and equals the `[card-id]` citations in the answer, scores are 1–5 with a rationale,
 //! a `case_id` names an existing case.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use cardinal_kb::{Diagnostic, Diagnostics, KnowledgeBase, Lang};
@@ -179,34 +179,4 @@ pub fn check_calibration(
         }
     }
     diags
-}
-
-/// Items per language × category, and per language × dimension × bin (low 1–2, mid 3, high 4–5).
-pub fn balance(items: &[LoadedItem]) -> BTreeMap<Lang, BTreeMap<String, usize>> {
-    let mut out: BTreeMap<Lang, BTreeMap<String, usize>> = BTreeMap::new();
-    let bin = |s: u8| match s {
-        1 | 2 => "low",
-        3 => "mid",
-        _ => "high",
-    };
-    for li in items {
-        let e = out.entry(li.item.lang).or_default();
-        *e.entry("items".into()).or_default() += 1;
-        let cat = serde_json::to_value(li.item.category)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        *e.entry(format!("category:{cat}")).or_default() += 1;
-        *e.entry(format!(
-            "groundedness:{}",
-            bin(li.item.labels.groundedness.score)
-        ))
-        .or_default() += 1;
-        *e.entry(format!(
-            "faithfulness:{}",
-            bin(li.item.labels.faithfulness.score)
-        ))
-        .or_default() += 1;
-    }
-    out
 }
