@@ -348,36 +348,64 @@ impl LocalModel {
         })
     }
 
-    /// The slot a prompt runs in: the one sharing the longest aligned prefix; with no reuse
-    /// anywhere, a new slot while fewer than `prefix_slots` exist, else the least recently used.
-    fn pick_slot(&self, state: &mut State, prompt: &[LlamaToken]) -> usize {
+    /// The slot a prompt runs in. Slots are, in effect, keyed by the first (system) message:
+    /// 1. a slot whose cache holds this prompt's whole first message: the one sharing the
+    ///    longest prefix (ties: most recently used);
+    /// 2. else an empty slot, or a new one while fewer than `prefix_slots` exist — so prompts
+    ///    whose system messages differ only after a common opening (the judge's rubrics share a
+    ///    preamble) do not keep evicting each other from one slot;
+    /// 3. else the slot sharing the longest aligned prefix, or, with none, the least recently
+    ///    used.
+    fn pick_slot(&self, state: &mut State, prompt: &[LlamaToken], first_end: usize) -> usize {
         let chunk = self.batch_size as usize;
-        if self.prefix_cache {
-            let best = state
+        let lru = |state: &State| {
+            state
                 .slots
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
-                .max();
-            if let Some((reuse, _, i)) = best {
-                if reuse > 0 {
-                    return i;
-                }
-            }
-            if state.slots.len() < self.prefix_slots {
-                // A context that cannot be allocated is not an error: reuse an old slot.
-                if let Ok(slot) = self.new_slot() {
-                    state.slots.push(slot);
-                    return state.slots.len() - 1;
-                }
-            }
+                .min_by_key(|(_, s)| s.last_used)
+                .map_or(0, |(i, _)| i)
+        };
+        if !self.prefix_cache {
+            return lru(state);
         }
-        state
+        let common = |s: &Slot| {
+            s.cached
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let covering = state
             .slots
             .iter()
             .enumerate()
-            .min_by_key(|(_, s)| s.last_used)
-            .map_or(0, |(i, _)| i)
+            .filter(|(_, s)| first_end > 0 && common(s) >= first_end)
+            .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
+            .max();
+        if let Some((_, _, i)) = covering {
+            return i;
+        }
+        if let Some(i) = state.slots.iter().position(|s| s.cached.is_empty()) {
+            return i;
+        }
+        if state.slots.len() < self.prefix_slots {
+            // A context that cannot be allocated is not an error: fall through to an old slot.
+            if let Ok(slot) = self.new_slot() {
+                state.slots.push(slot);
+                return state.slots.len() - 1;
+            }
+        }
+        match state
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
+            .max()
+        {
+            Some((reuse, _, i)) if reuse > 0 => i,
+            _ => lru(state),
+        }
     }
 
     /// The context window in tokens.
@@ -406,7 +434,7 @@ impl LocalModel {
         messages: &[Message],
         params: &GenParams,
     ) -> Result<(Completion, GenStats)> {
-        let prompt = self.prompt_tokens(messages)?;
+        let (prompt, first_end) = self.prompt_tokens_split(messages)?;
         let n_ctx = self.context_size as usize;
         if prompt.len() >= n_ctx {
             return Err(local(format!(
@@ -416,7 +444,7 @@ impl LocalModel {
             )));
         }
         let mut state = self.lock();
-        let i = self.pick_slot(&mut state, &prompt);
+        let i = self.pick_slot(&mut state, &prompt, first_end);
         state.clock += 1;
         let clock = state.clock;
         let slot = &mut state.slots[i];
@@ -484,10 +512,17 @@ impl LocalModel {
     }
 
     fn prompt_tokens(&self, messages: &[Message]) -> Result<Vec<LlamaToken>> {
+        Ok(self.prompt_tokens_split(messages)?.0)
+    }
+
+    /// The prompt's tokens, and how many of them run to the end of the first message's content
+    /// (0 when the template rewrote the contents and the boundary is unknown).
+    fn prompt_tokens_split(&self, messages: &[Message]) -> Result<(Vec<LlamaToken>, usize)> {
         let (full, pieces) = self.render(messages)?;
         let vocab = self.model.vocab();
         let add_bos = vocab.should_add_bos();
         let mut tokens = Vec::new();
+        let mut first_end = 0;
         match pieces {
             Some(pieces) => {
                 if add_bos {
@@ -497,6 +532,9 @@ impl LocalModel {
                     tokens.extend(vocab.tokenize(piece.as_bytes(), false, true));
                     if let Some(m) = messages.get(i) {
                         tokens.extend(vocab.tokenize(m.content.as_bytes(), false, false));
+                        if i == 0 {
+                            first_end = tokens.len();
+                        }
                     }
                 }
             }
@@ -506,7 +544,7 @@ impl LocalModel {
         if tokens.is_empty() {
             return Err(local("the chat template produced an empty prompt"));
         }
-        Ok(tokens)
+        Ok((tokens, first_end))
     }
 
     fn generate(
