@@ -55,10 +55,12 @@ pub struct LocalOptions {
     /// Reuse the KV cache of a prompt prefix shared with a recent call.
     pub prefix_cache: bool,
     /// How many KV caches (llama.cpp contexts, created on demand) keep recent prompts for prefix
-    /// reuse. A call continues the slot that shares the longest aligned prefix with its prompt,
-    /// else takes a new slot, else the least recently used one. 4 covers a sweep's agent prompt
-    /// plus the judge's three rubrics; each slot costs one context's KV cache (about 115 MB for
-    /// the 1.5B model at 4096 tokens). Ignored (one context) when `prefix_cache` is off.
+    /// reuse. Slots are in effect keyed by the first (system) message: a call continues the slot
+    /// holding its whole system message, else takes an empty or new slot, else the slot sharing
+    /// the longest aligned prefix, else the least recently used one. 4 covers a sweep's agent
+    /// prompt plus the judge's three rubrics; each slot costs one context's KV cache (about
+    /// 115 MB for the 1.5B model at 4096 tokens). Ignored (one context) when `prefix_cache` is
+    /// off.
     pub prefix_slots: usize,
     /// The model file's sha256 when the caller knows it (from a manifest); it goes into
     /// [`ChatModel::id`]. Without it the id carries the file size.
@@ -184,15 +186,20 @@ struct State {
     clock: u64,
 }
 
-/// Tokens of `prompt` a slot holding `cached` can skip: the common prefix, cut down to whole
-/// chunks, keeping at least the last prompt token to evaluate (its logits start the answer).
-fn aligned_reuse(cached: &[LlamaToken], prompt: &[LlamaToken], chunk: usize) -> usize {
-    let common = cached
+/// Length of the common prefix of a slot's cached tokens and a prompt.
+fn common_prefix(cached: &[LlamaToken], prompt: &[LlamaToken]) -> usize {
+    cached
         .iter()
         .zip(prompt)
         .take_while(|(a, b)| a == b)
-        .count();
-    (common.min(prompt.len().saturating_sub(1)) / chunk) * chunk
+        .count()
+}
+
+/// Tokens of a `prompt_len`-token prompt a slot sharing `common` tokens with it can skip: the
+/// common prefix cut down to whole chunks, keeping at least the last prompt token to evaluate
+/// (its logits start the answer).
+fn aligned_reuse(common: usize, prompt_len: usize, chunk: usize) -> usize {
+    (common.min(prompt_len.saturating_sub(1)) / chunk) * chunk
 }
 
 /// A GGUF chat model run in-process by llama.cpp. See the crate documentation.
@@ -369,21 +376,30 @@ impl LocalModel {
         if !self.prefix_cache {
             return lru(state);
         }
-        let common = |s: &Slot| {
-            s.cached
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count()
-        };
-        let covering = state
+        // Per slot: (holds the whole first message, aligned reuse, last use, index).
+        let scored: Vec<(bool, usize, u64, usize)> = state
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| first_end > 0 && common(s) >= first_end)
-            .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
-            .max();
-        if let Some((_, _, i)) = covering {
+            .map(|(i, s)| {
+                let common = common_prefix(&s.cached, prompt);
+                let covers = first_end > 0 && common >= first_end;
+                (
+                    covers,
+                    aligned_reuse(common, prompt.len(), chunk),
+                    s.last_used,
+                    i,
+                )
+            })
+            .collect();
+        let best = |covering_only: bool| {
+            scored
+                .iter()
+                .filter(|c| c.0 || !covering_only)
+                .map(|&(_, reuse, used, i)| (reuse, used, i))
+                .max()
+        };
+        if let Some((_, _, i)) = best(true) {
             return i;
         }
         if let Some(i) = state.slots.iter().position(|s| s.cached.is_empty()) {
@@ -396,13 +412,7 @@ impl LocalModel {
                 return state.slots.len() - 1;
             }
         }
-        match state
-            .slots
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (aligned_reuse(&s.cached, prompt, chunk), s.last_used, i))
-            .max()
-        {
+        match best(false) {
             Some((reuse, _, i)) if reuse > 0 => i,
             _ => lru(state),
         }
@@ -562,7 +572,7 @@ impl LocalModel {
 
         // Reuse whole aligned chunks of the shared prefix.
         let reuse = if self.prefix_cache {
-            aligned_reuse(&state.cached, prompt, chunk)
+            aligned_reuse(common_prefix(&state.cached, prompt), prompt.len(), chunk)
         } else {
             0
         };

@@ -21,14 +21,33 @@ fn model() -> &'static LocalModel {
         LocalModel::load(
             &installed.file("model.gguf"),
             LocalOptions {
-                context_size: 512,
-                batch_size: 16,
                 sha256: Some(sha),
-                ..LocalOptions::default()
+                ..small_options()
             },
         )
         .expect("the model loads")
     })
+}
+
+/// Small context and chunks keep these tests quick (and let short prompts span whole chunks).
+fn small_options() -> LocalOptions {
+    LocalOptions {
+        context_size: 512,
+        batch_size: 16,
+        ..LocalOptions::default()
+    }
+}
+
+/// A separately loaded 0.5B model (after [`model`] has made sure the file is installed).
+fn own_model(options: LocalOptions) -> LocalModel {
+    let _ = model();
+    LocalModel::load(
+        &cardinal_models::model_root()
+            .join("qwen2.5-coder-0.5b")
+            .join("model.gguf"),
+        options,
+    )
+    .unwrap()
 }
 
 fn question() -> Vec<Message> {
@@ -78,18 +97,10 @@ fn greedy_is_deterministic_and_prefix_reuse_changes_nothing() {
     // (Other tests may run in between and evict the prefix; when they do not, it is reused.)
     eprintln!("reused {} of {}", stats.reused_tokens, stats.prompt_tokens);
     // A fresh model without the cache gives the same text.
-    let fresh = LocalModel::load(
-        &cardinal_models::model_root()
-            .join("qwen2.5-coder-0.5b")
-            .join("model.gguf"),
-        LocalOptions {
-            context_size: 512,
-            batch_size: 16,
-            prefix_cache: false,
-            ..LocalOptions::default()
-        },
-    )
-    .unwrap();
+    let fresh = own_model(LocalOptions {
+        prefix_cache: false,
+        ..small_options()
+    });
     assert_eq!(fresh.complete(&question(), &params(12)).unwrap(), a);
 }
 
@@ -179,19 +190,10 @@ fn special_tokens_in_contents_are_plain_text() {
 /// A model of its own (the shared one is used by other tests in parallel, which would move
 /// its slots around), with `slots` prefix slots.
 fn model_with_slots(slots: usize) -> LocalModel {
-    let _ = model(); // installs the file when missing
-    LocalModel::load(
-        &cardinal_models::model_root()
-            .join("qwen2.5-coder-0.5b")
-            .join("model.gguf"),
-        LocalOptions {
-            context_size: 512,
-            batch_size: 16,
-            prefix_slots: slots,
-            ..LocalOptions::default()
-        },
-    )
-    .unwrap()
+    own_model(LocalOptions {
+        prefix_slots: slots,
+        ..small_options()
+    })
 }
 
 fn with_system(system: &str) -> Vec<Message> {
