@@ -1,12 +1,18 @@
-//! The Cardinal answering agent. One turn: language (given or detected) → retrieve the top-k
-//! cards → answer from them, citing `[card-id]` → drop (and record) citations of cards that were
-//! not retrieved. Requests that a rule forbids, prompt injections and questions no card covers
-//! get a polite refusal in the user's language — retrieval still runs for them, so the right
-//! card is measured either way. Every turn yields a [`Turn`] trace.
+//! The Cardinal answering agent. One turn: language (given or detected) → one query embedding,
+//! shared by retrieval and the safety policy → retrieve the top-k cards → the policy decides
+//! (answer, refuse with a card rule, escalate an emergency, or no relevant card) → answer from
+//! the cards, citing `[card-id]` → drop (and record) citations of cards that were not retrieved →
+//! the answer guard checks every number and medicine name against the cited card. Retrieval
+//! runs for refused requests too, so the right card is measured either way. A message with a
+//! forbidden part and a legitimate part gets the refusal plus an answer to the legitimate part.
+//! Every turn yields a [`Turn`] trace.
 
 pub mod citations;
+pub mod guard;
 pub mod messages;
 pub mod policy;
+pub mod rulecite;
+pub mod safety_eval;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -16,10 +22,10 @@ use cardinal_kb::{KnowledgeBase, Lang};
 use cardinal_llm::{ChatModel, GenParams, Message, Usage};
 use cardinal_retrieval::{Mode, Retrieval, Retriever};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 pub use citations::{filter_citations, parse_citations};
-pub use policy::{detect_lang, forbidden_request, RefusalReason};
+pub use guard::{check_answer, GuardReport};
+pub use policy::{detect_lang, Decision, PolicyModel, RefusalReason, Signals};
 
 /// Errors of one turn.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +34,10 @@ pub enum AgentError {
     Retrieval(#[from] cardinal_retrieval::RetrievalError),
     #[error("generation failed: {0}")]
     Llm(#[from] cardinal_llm::LlmError),
+    #[error("embedding failed: {0}")]
+    Embed(#[from] cardinal_embed::EmbedError),
+    #[error("safety policy: {0}")]
+    Policy(String),
 }
 
 pub type Result<T, E = AgentError> = std::result::Result<T, E>;
@@ -61,6 +71,38 @@ pub struct Timings {
     pub total_ms: f64,
 }
 
+/// The policy part of a turn's trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyTrace {
+    pub decision: Decision,
+    pub signals: Signals,
+    /// Indices of the general injection markers that matched.
+    pub injection_markers: Vec<usize>,
+}
+
+/// The answered legitimate part of a two-intent message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RestAnswer {
+    /// The sentence that was answered.
+    pub segment: String,
+    /// What was appended to the refusal (with its citations).
+    pub answer: String,
+    pub citations: Vec<String>,
+}
+
+/// What answering one question from retrieved cards produced.
+struct Produced {
+    answer: String,
+    citations: Vec<String>,
+    dropped: Vec<String>,
+    /// `Some` when the generator declined (NO_ANSWER) or the guard rejected the answer.
+    failed: Option<RefusalReason>,
+    guard: Option<GuardReport>,
+    prompt_sha256: Option<String>,
+    raw_output: Option<String>,
+    usage: Option<Usage>,
+}
+
 /// The trace of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Turn {
@@ -74,20 +116,35 @@ pub struct Turn {
     pub citations: Vec<String>,
     /// Citations removed because the card was not retrieved.
     pub dropped_citations: Vec<String>,
+    /// The request (or its forbidden part) was declined.
     pub refused: bool,
+    /// An emergency: the answer is the emergency escalation from the cards (`refused` is
+    /// false, `refusal_reason` is `Emergency`).
+    pub escalated: bool,
+    /// Why the turn did not answer normally (a refusal or an escalation).
     pub refusal_reason: Option<RefusalReason>,
+    /// The policy's decision and the signals it read.
+    pub policy: Option<PolicyTrace>,
+    /// The rule of the cited card that the refusal or escalation applies.
+    pub cited_rule: Option<String>,
+    /// The answer guard's verdict on a generated answer.
+    pub guard: Option<GuardReport>,
+    /// Two intents: the legitimate part that was answered after the refusal.
+    pub rest: Option<RestAnswer>,
     pub prompt_sha256: Option<String>,
     pub raw_output: Option<String>,
     pub usage: Option<Usage>,
     pub timings: Timings,
 }
 
-/// The agent: a KB, a retriever and a generator.
+/// The agent: a KB, a retriever, a generator and the safety policy.
 pub struct Agent {
     pub kb: Arc<KnowledgeBase>,
     pub retriever: Arc<Retriever>,
     pub generator: Generator,
     pub mode: Mode,
+    /// The fitted policy (by default the bundled `data/policy/policy-v2.json`).
+    pub policy: Arc<PolicyModel>,
 }
 
 impl Agent {
@@ -97,7 +154,48 @@ impl Agent {
             retriever,
             generator,
             mode: Mode::Hybrid,
+            policy: policy::bundled(),
         }
+    }
+
+    /// The same agent with another fitted policy.
+    pub fn with_policy(mut self, policy: Arc<PolicyModel>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The policy's features of `question`: one batch of query embeddings (the message, then
+    /// its sentences when the policy scores them), the first of which retrieval reuses.
+    fn policy_features(&self, question: &str) -> Result<policy::CaseFeatures> {
+        let embedder = self.retriever.embedder();
+        if embedder.id() != self.policy.embedder {
+            return Err(AgentError::Policy(format!(
+                "the policy was fitted with embedder `{}` but the retriever uses `{}`",
+                self.policy.embedder,
+                embedder.id()
+            )));
+        }
+        let segment_texts = if self.policy.options.segments {
+            policy::segments(question)
+        } else {
+            Vec::new()
+        };
+        let mut texts: Vec<&str> = vec![question];
+        texts.extend(segment_texts.iter().map(String::as_str));
+        let mut vectors = embedder.embed_queries(&texts)?;
+        if vectors.len() != texts.len() {
+            return Err(AgentError::Policy(
+                "the embedder returned too few vectors".into(),
+            ));
+        }
+        let embedding = vectors.remove(0);
+        Ok(policy::CaseFeatures {
+            embedding,
+            best_cosine: None,
+            segment_texts,
+            segment_embeddings: vectors,
+            rule_hit: !policy::rules::injection_markers(question).is_empty(),
+        })
     }
 
     /// Answer one message. `lang` is the case language when known; otherwise it is detected.
@@ -107,9 +205,23 @@ impl Agent {
             Some(l) => (l, false),
             None => (detect_lang(question), true),
         };
-        let retrieval = self.retriever.retrieve(question, lang, self.mode)?;
+        let mut feats = self.policy_features(question)?;
+        let retrieval = self.retriever.retrieve_with_vector(
+            question,
+            Some(feats.embedding.as_slice()),
+            lang,
+            self.mode,
+        )?;
+        feats.best_cosine = retrieval.best_similarity;
         let retrieval_ms = start.elapsed().as_secs_f64() * 1000.0;
         let retrieved = retrieval.card_ids();
+        let signals = Signals::of(&self.policy, &feats);
+        let decision = policy::decide(
+            &signals,
+            feats.rule_hit,
+            &self.policy.thresholds,
+            &self.policy.options,
+        );
         let mut turn = Turn {
             question: question.to_string(),
             lang,
@@ -120,7 +232,16 @@ impl Agent {
             citations: Vec::new(),
             dropped_citations: Vec::new(),
             refused: false,
+            escalated: false,
             refusal_reason: None,
+            policy: Some(PolicyTrace {
+                decision,
+                signals,
+                injection_markers: policy::rules::injection_markers(question),
+            }),
+            cited_rule: None,
+            guard: None,
+            rest: None,
             prompt_sha256: None,
             raw_output: None,
             usage: None,
@@ -130,20 +251,37 @@ impl Agent {
             },
         };
         let gen_start = Instant::now();
-        if let Some(reason) = forbidden_request(question) {
-            // Point to the retrieved card whose rule applies (else the top card), when
-            // retrieval found one above the floor.
-            let cite = (!turn.retrieval.below_floor && reason != RefusalReason::PromptInjection)
-                .then(|| self.card_with_rule(&retrieved, reason))
-                .flatten();
-            self.refuse(&mut turn, reason, cite);
-        } else if turn.retrieval.below_floor || retrieved.is_empty() {
-            self.refuse(&mut turn, RefusalReason::NoRelevantCard, None);
-        } else {
-            match &self.generator {
-                Generator::Extractive => self.extractive(&mut turn),
-                Generator::Llm { model, params } => {
-                    self.generate(&mut turn, model.as_ref(), params)?
+        match decision {
+            Decision::Refuse(class) => {
+                let reason =
+                    RefusalReason::of_class(class).unwrap_or(RefusalReason::PromptInjection);
+                let cite = rulecite::card_with_rule(&self.kb, &retrieved, class, lang);
+                turn.cited_rule = cite
+                    .as_deref()
+                    .and_then(|id| rulecite::cited_rule(&self.kb, id, class))
+                    .map(str::to_string);
+                self.refuse(&mut turn, reason, cite);
+                self.answer_rest(&mut turn, &feats)?;
+            }
+            Decision::Escalate => self.escalate(&mut turn, &retrieved),
+            Decision::OutOfScope => self.refuse(&mut turn, RefusalReason::NoRelevantCard, None),
+            Decision::Answer => {
+                if retrieved.is_empty() {
+                    self.refuse(&mut turn, RefusalReason::NoRelevantCard, None);
+                } else {
+                    let p = self.produce(question, lang, &turn.retrieval)?;
+                    turn.prompt_sha256 = p.prompt_sha256;
+                    turn.raw_output = p.raw_output;
+                    turn.usage = p.usage;
+                    turn.guard = p.guard;
+                    turn.dropped_citations = p.dropped;
+                    match p.failed {
+                        Some(reason) => self.refuse(&mut turn, reason, None),
+                        None => {
+                            turn.answer = p.answer;
+                            turn.citations = p.citations;
+                        }
+                    }
                 }
             }
         }
@@ -152,36 +290,144 @@ impl Agent {
         Ok(turn)
     }
 
-    /// The first retrieved card with a rule about `reason`, else the first retrieved card.
-    fn card_with_rule(&self, retrieved: &[String], reason: RefusalReason) -> Option<String> {
-        let markers: &[&str] = match reason {
-            RefusalReason::DoubleDose => &[
-                "doubl",
-                "dobl",
-                "two doses",
-                "dos dosis",
-                "duas doses",
-                "extra",
-            ],
-            RefusalReason::StopMedication => {
-                &["stop", "suspend", "interromp", "parar", "dejar", "deixar"]
-            }
-            RefusalReason::Diagnosis => &["diagnos", "interpret"],
-            RefusalReason::Cure => &["cure", "cura"],
-            _ => &[],
+    /// Two intents: after a refusal, answer the sentence of the message that the policy scores
+    /// as benign and in scope (the most benign one), from its own retrieval.
+    fn answer_rest(&self, turn: &mut Turn, feats: &policy::CaseFeatures) -> Result<()> {
+        let t = &self.policy.thresholds;
+        let Some(sig) = turn.policy.as_ref().map(|p| &p.signals) else {
+            return Ok(());
         };
-        retrieved
+        let best = sig
+            .segments
             .iter()
-            .find(|id| {
+            .enumerate()
+            .filter(|(_, s)| {
+                s.p_benign >= t.rest_benign_min
+                    && s.unsafe_mass < t.unsafe_min
+                    && s.p_out_of_scope < t.out_of_scope_min
+                    && policy::rules::injection_markers(&s.text).is_empty()
+            })
+            .max_by(|a, b| a.1.p_benign.total_cmp(&b.1.p_benign))
+            .map(|(i, s)| (i, s.text.clone()));
+        let Some((i, segment)) = best else {
+            return Ok(());
+        };
+        let Some(vector) = feats.segment_embeddings.get(i) else {
+            return Ok(());
+        };
+        let retrieval = self.retriever.retrieve_with_vector(
+            &segment,
+            Some(vector.as_slice()),
+            turn.lang,
+            self.mode,
+        )?;
+        if retrieval
+            .best_similarity
+            .is_some_and(|b| b < t.cosine_floor)
+            || retrieval.cards.is_empty()
+        {
+            return Ok(());
+        }
+        let p = self.produce(&segment, turn.lang, &retrieval)?;
+        if p.failed.is_some() || p.citations.is_empty() {
+            return Ok(());
+        }
+        let intro = messages::rest_intro(turn.lang);
+        turn.answer = format!("{} {intro} {}", turn.answer, p.answer);
+        for c in &p.citations {
+            if !turn.citations.contains(c) {
+                turn.citations.push(c.clone());
+            }
+        }
+        // The rest's cards were retrieved for the segment; record them as retrieved context
+        // of this turn so citation correctness holds.
+        for card in retrieval.cards {
+            if !turn
+                .retrieval
+                .cards
+                .iter()
+                .any(|c| c.card_id == card.card_id)
+                && p.citations.contains(&card.card_id)
+            {
+                turn.retrieval.cards.push(card);
+            }
+        }
+        turn.rest = Some(RestAnswer {
+            segment,
+            answer: p.answer,
+            citations: p.citations,
+        });
+        Ok(())
+    }
+
+    /// An emergency: the safe escalation text in the user's language, then the emergency
+    /// sentence of the first retrieved card whose rules send emergencies to emergency services
+    /// (else the emergency-warning-signs card), cited.
+    fn escalate(&self, turn: &mut Turn, retrieved: &[String]) {
+        let class = cardinal_dataset::SafetyClass::Emergency;
+        let mut candidates: Vec<String> = retrieved
+            .iter()
+            .filter(|id| {
                 self.kb.get(id).is_some_and(|cf| {
-                    cf.card.rules().iter().any(|r| {
-                        let r = r.to_lowercase();
-                        markers.iter().any(|m| r.contains(m))
-                    })
+                    cf.card
+                        .rules()
+                        .iter()
+                        .any(|r| rulecite::rule_is_about(r, class))
                 })
             })
-            .or_else(|| retrieved.first())
             .cloned()
+            .collect();
+        if let Some(home) = rulecite::home_card(class, turn.lang) {
+            candidates.push(home);
+        }
+        let mut text = messages::refusal(turn.lang, RefusalReason::Emergency);
+        for id in candidates {
+            let Some(cf) = self.kb.get(&id) else { continue };
+            if let Some(sentence) = emergency_sentence(cf.card.header()) {
+                text.push_str(&format!(" {sentence} [{id}]"));
+                turn.cited_rule = rulecite::cited_rule(&self.kb, &id, class).map(str::to_string);
+                turn.citations = vec![id];
+                break;
+            }
+        }
+        turn.answer = text;
+        turn.escalated = true;
+        turn.refused = false;
+        turn.refusal_reason = Some(RefusalReason::Emergency);
+    }
+
+    /// Answer `question` from `retrieval` with the configured generator, then run the guard.
+    fn produce(&self, question: &str, lang: Lang, retrieval: &Retrieval) -> Result<Produced> {
+        let mut p = Produced {
+            answer: String::new(),
+            citations: Vec::new(),
+            dropped: Vec::new(),
+            failed: None,
+            guard: None,
+            prompt_sha256: None,
+            raw_output: None,
+            usage: None,
+        };
+        match &self.generator {
+            Generator::Extractive => match self.extractive(question, lang, retrieval) {
+                Some((answer, top)) => {
+                    p.answer = answer;
+                    p.citations = vec![top];
+                }
+                None => p.failed = Some(RefusalReason::NoRelevantCard),
+            },
+            Generator::Llm { model, params } => {
+                self.generate(&mut p, question, lang, retrieval, model.as_ref(), params)?
+            }
+        }
+        if p.failed.is_none() {
+            let report = guard::check_answer(&self.kb, lang, &p.answer);
+            if !report.passed {
+                p.failed = Some(RefusalReason::AnswerGuard);
+            }
+            p.guard = Some(report);
+        }
+        Ok(p)
     }
 
     fn refuse(&self, turn: &mut Turn, reason: RefusalReason, cite: Option<String>) {
@@ -189,6 +435,8 @@ impl Agent {
         if let Some(id) = &cite {
             text.push_str(&format!(" [{id}]"));
             turn.citations = vec![id.clone()];
+        } else {
+            turn.citations.clear();
         }
         turn.answer = text;
         turn.refused = true;
@@ -197,16 +445,15 @@ impl Agent {
 
     /// The top card's header claims that share the most stemmed terms with the question
     /// (at most two, in card order), each followed by the citation.
-    fn extractive(&self, turn: &mut Turn) {
-        let Some(top) = turn.retrieval.cards.first().map(|c| c.card_id.clone()) else {
-            self.refuse(turn, RefusalReason::NoRelevantCard, None);
-            return;
-        };
-        let Some(cf) = self.kb.get(&top) else {
-            self.refuse(turn, RefusalReason::NoRelevantCard, None);
-            return;
-        };
-        let q: BTreeSet<String> = cardinal_retrieval::lexical::terms(turn.lang, &turn.question)
+    fn extractive(
+        &self,
+        question: &str,
+        lang: Lang,
+        retrieval: &Retrieval,
+    ) -> Option<(String, String)> {
+        let top = retrieval.cards.first().map(|c| c.card_id.clone())?;
+        let cf = self.kb.get(&top)?;
+        let q: BTreeSet<String> = cardinal_retrieval::lexical::terms(lang, question)
             .into_iter()
             .collect();
         let claims = cf.card.claims();
@@ -214,7 +461,7 @@ impl Agent {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let terms: BTreeSet<String> = cardinal_retrieval::lexical::terms(turn.lang, c)
+                let terms: BTreeSet<String> = cardinal_retrieval::lexical::terms(lang, c)
                     .into_iter()
                     .collect();
                 (q.intersection(&terms).count(), i)
@@ -223,17 +470,24 @@ impl Agent {
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut pick: Vec<usize> = scored.iter().take(2).map(|(_, i)| *i).collect();
         pick.sort_unstable();
-        turn.answer = pick
+        let answer = pick
             .iter()
             .map(|&i| format!("{} [{top}]", claims[i].trim_end()))
             .collect::<Vec<_>>()
             .join(" ");
-        turn.citations = vec![top];
+        Some((answer, top))
     }
 
-    fn generate(&self, turn: &mut Turn, model: &dyn ChatModel, params: &GenParams) -> Result<()> {
-        let cards: Vec<(&str, &str, &str)> = turn
-            .retrieval
+    fn generate(
+        &self,
+        p: &mut Produced,
+        question: &str,
+        lang: Lang,
+        retrieval: &Retrieval,
+        model: &dyn ChatModel,
+        params: &GenParams,
+    ) -> Result<()> {
+        let cards: Vec<(&str, &str, &str)> = retrieval
             .cards
             .iter()
             .filter_map(|c| self.kb.get(&c.card_id))
@@ -246,31 +500,41 @@ impl Agent {
             })
             .collect();
         let messages = vec![
-            Message::system(messages::system_prompt(turn.lang, &cards)),
+            Message::system(messages::system_prompt(lang, &cards)),
             Message::user(messages::user_message(
-                turn.lang,
-                &turn.question,
+                lang,
+                question,
                 cards.first().map(|c| c.0),
             )),
         ];
-        let mut h = Sha256::new();
+        let mut h = cardinal_digest::Digest::new();
         for m in &messages {
-            h.update(m.content.as_bytes());
-            h.update([0]);
+            h.push(&m.content);
         }
-        turn.prompt_sha256 = Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect());
+        p.prompt_sha256 = Some(h.hex());
         let completion = model.complete(&messages, params)?;
-        turn.usage = Some(completion.usage);
+        p.usage = Some(completion.usage);
         let raw = completion.text.trim().to_string();
-        turn.raw_output = Some(raw.clone());
+        p.raw_output = Some(raw.clone());
         if raw.is_empty() || raw.contains(messages::NO_ANSWER) {
-            self.refuse(turn, RefusalReason::NoAnswerInCards, None);
+            p.failed = Some(RefusalReason::NoAnswerInCards);
             return Ok(());
         }
-        let (text, kept, dropped) = filter_citations(&raw, &turn.retrieval.card_ids());
-        turn.answer = text;
-        turn.citations = kept;
-        turn.dropped_citations = dropped;
+        let cleaned = messages::strip_card_labels(&raw);
+        let (text, kept, dropped) = filter_citations(&cleaned, &retrieval.card_ids());
+        p.answer = text;
+        p.citations = kept;
+        p.dropped = dropped;
         Ok(())
     }
+}
+
+/// The first sentence of a card header (lead or claim) that gives an emergency number.
+fn emergency_sentence(header: &str) -> Option<String> {
+    header
+        .lines()
+        .map(|l| l.trim().trim_start_matches("- ").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("+++"))
+        .find(|l| l.contains("911") || l.contains("192"))
+        .map(str::to_string)
 }

@@ -6,14 +6,11 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cardinal_dataset::CaseType;
-use cardinal_kb::KnowledgeBase;
+use cardinal_harness::{Index, Observer, Settings};
 use cardinal_retrieval::store::EmbeddedStore;
-use cardinal_retrieval::{indexed_chunks, Mode, Retriever};
+use cardinal_retrieval::Mode;
 use serde_json::json;
 
-use crate::progress::Progress;
-use crate::retrieval_cmd::open_embedder;
-use crate::settings::Settings;
 use crate::Outcome;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -24,33 +21,20 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-pub fn retrieval(data: &Path, s: &Settings, json_out: bool) -> Result<Outcome> {
-    let kb = KnowledgeBase::load(&data.join("kb"))?;
+pub fn retrieval(data: &Path, s: &Settings, json_out: bool, obs: &dyn Observer) -> Result<Outcome> {
     let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
     if !diags.is_empty() {
-        anyhow::bail!("the cases have problems; run `cardinal data check`\n{diags}");
+        anyhow::bail!(cardinal_harness::HarnessError::Input(format!(
+            "the cases have problems; run `cardinal data check`\n{diags}"
+        )));
     }
-    let embedder = open_embedder(s)?;
-    let tmp = std::env::temp_dir().join(format!("cardinal-bench-{}", std::process::id()));
-    let mut store = EmbeddedStore::open(&tmp)?;
-    let chunker = s.retrieval.chunker();
-    let mut bar = Progress::new("bench ingest");
-    let report = cardinal_retrieval::ingest(
-        &mut store,
-        embedder.as_ref(),
-        &kb,
-        &chunker,
-        s.batch_size,
-        &mut |d, t| bar.update(d, t),
-    )?;
-    let chunks = indexed_chunks(&kb, &chunker);
-    let retriever = Retriever::new(
-        s.retrieval.clone(),
-        &chunks,
-        Box::new(store),
-        embedder,
-        None,
-    )?;
+    // A fresh temporary store, so ingest is measured from scratch; the same preparation
+    // (KB, embedder, reranker) as every other command.
+    let tmp = tempdir_path();
+    let store = EmbeddedStore::open(&tmp)?;
+    let index = Index::prepare_with_store(data, s, Box::new(store), obs)?;
+    let report = index.ingest.clone();
+    let retriever = index.retriever;
     let mut latency = serde_json::Map::new();
     let mut lines = vec![format!(
         "ingest: {} chunks of {} cards in {:.1}s = {:.1} chunks/s",
@@ -112,6 +96,7 @@ pub fn retrieval(data: &Path, s: &Settings, json_out: bool) -> Result<Outcome> {
         sims_none.len()
     ));
     let _ = std::fs::remove_dir_all(&tmp);
+    drop(retriever);
     if json_out {
         println!(
             "{}",
@@ -125,6 +110,162 @@ pub fn retrieval(data: &Path, s: &Settings, json_out: bool) -> Result<Outcome> {
         for l in lines {
             println!("{l}");
         }
+    }
+    Ok(Outcome::Pass)
+}
+
+fn tempdir_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "cardinal-bench-{}-{}",
+        std::process::id(),
+        cardinal_harness::manifest::now_unix()
+    ))
+}
+
+/// `cardinal bench trec`: ours vs trec_eval on a large generated set (see `cardinal_trec::bench`).
+pub fn trec(
+    queries: usize,
+    docs: usize,
+    runs: usize,
+    trec_eval: Option<std::path::PathBuf>,
+    dir: Option<std::path::PathBuf>,
+) -> Result<Outcome> {
+    let mut cfg = cardinal_trec::bench::BenchConfig {
+        queries,
+        docs_per_query: docs,
+        runs,
+        ..Default::default()
+    };
+    if let Some(p) = trec_eval {
+        cfg.trec_eval = cardinal_trec::bench::TrecEvalBinary::Path(p);
+    }
+    if let Some(d) = dir {
+        cfg.dir = d;
+    }
+    let report = cardinal_trec::bench::run(&cfg)?;
+    print!("{}", report.render());
+    Ok(Outcome::Pass)
+}
+
+/// `cardinal bench judge`: seconds per case of the checks-v1 judge on the local model, with no
+/// cache, over a stratified sample of labelled calibration items of the dev split (judged in
+/// the calibration run's order, so the shared instructions stay in the KV cache as they do in
+/// a sweep).
+pub fn judge(
+    data: &Path,
+    s: &Settings,
+    items: usize,
+    hallucination: bool,
+    json_out: bool,
+    obs: &dyn Observer,
+) -> Result<Outcome> {
+    use cardinal_dataset::calibration::Split;
+    use cardinal_judge::checks::{plan_with, CheckFraming};
+    use cardinal_judge::JudgeInput;
+    use cardinal_llm::ChatModel as _;
+
+    if items == 0 {
+        anyhow::bail!(cardinal_harness::HarnessError::Input(
+            "--items must be at least 1".into()
+        ));
+    }
+    let name = match s.judge.backend {
+        Some(b) => b.local_model().ok_or_else(|| {
+            cardinal_harness::HarnessError::Input(
+                "bench judge measures the in-process judge: --judge local or local-small".into(),
+            )
+        })?,
+        None => "qwen2.5-coder-1.5b",
+    };
+    let (kb, all) = crate::calibrate_cmd::load(data, &data.join("calibration"))?;
+    let dev = cardinal_harness::calibration::select_split(&all, Some(Split::Dev));
+    let strata: Vec<String> = dev
+        .iter()
+        .map(|li| format!("{}/{:?}", li.item.lang.tag(), li.item.category))
+        .collect();
+    let mut picked: Vec<usize> = cardinal_harness::sample::stratified(
+        strata
+            .iter()
+            .cloned()
+            .zip(dev.iter().map(|li| li.item.id.as_str())),
+        items,
+        cardinal_harness::sample::DEFAULT_SAMPLE_SEED,
+    );
+    picked.sort_by(|&a, &b| {
+        let (x, y) = (&dev[a].item, &dev[b].item);
+        (x.lang.tag(), &x.cited, &x.id).cmp(&(y.lang.tag(), &y.cited, &y.id))
+    });
+    let model = cardinal_harness::models::shared_local(name, s, obs)?;
+    obs.note(&format!(
+        "bench judge: {} on {} dev items, {} threads, hallucination checks {}",
+        model.id(),
+        picked.len(),
+        model.threads(),
+        if hallucination { "on" } else { "off" }
+    ));
+    let mut rows = Vec::with_capacity(picked.len());
+    for (n, &i) in picked.iter().enumerate() {
+        let it = &dev[i].item;
+        let cards: Vec<&cardinal_kb::Card> = it
+            .cited
+            .iter()
+            .filter_map(|id| kb.get(id).map(|f| &f.card))
+            .collect();
+        let input =
+            JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
+                kb.get(id).map(|f| &f.card)
+            });
+        let plan = plan_with(&input, CheckFraming::FullCard, hallucination);
+        let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
+        let t = Instant::now();
+        let (_, stats) = model.yes_no_with_stats(&plan.messages, &texts)?;
+        let secs = t.elapsed().as_secs_f64();
+        obs.progress("judged", n + 1, picked.len());
+        rows.push((it.id.clone(), secs, plan.checks.len(), stats));
+    }
+    let mut secs: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    secs.sort_by(f64::total_cmp);
+    let total: f64 = secs.iter().sum();
+    let prompt: usize = rows.iter().map(|r| r.3.prompt_tokens).sum();
+    let reused: usize = rows.iter().map(|r| r.3.reused_tokens).sum();
+    let checks: usize = rows.iter().map(|r| r.2).sum();
+    let n = rows.len() as f64;
+    let summary = json!({
+        "model": model.id(),
+        "threads": model.threads(),
+        "items": rows.len(),
+        "hallucination_checks": hallucination,
+        "seconds_per_case": { "median": percentile(&secs, 0.5), "p90": percentile(&secs, 0.9), "mean": total / n, "max": secs.last() },
+        "checks_per_case": checks as f64 / n,
+        "tokens_per_case": prompt as f64 / n,
+        "reused_tokens_per_case": reused as f64 / n,
+        "evaluated_tokens_per_second": (prompt - reused) as f64 / total,
+        "target_seconds_per_case": 15.0,
+        "cases": rows.iter().map(|r| json!({"id": r.0, "seconds": r.1, "checks": r.2, "prompt_tokens": r.3.prompt_tokens, "reused_tokens": r.3.reused_tokens})).collect::<Vec<_>>(),
+    });
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "judge {} ({} threads), {} dev items, hallucination checks {}",
+            model.id(),
+            model.threads(),
+            rows.len(),
+            if hallucination { "on" } else { "off" }
+        );
+        println!(
+            "seconds per case: median {:.1}, p90 {:.1}, mean {:.1} (target <= 15)",
+            percentile(&secs, 0.5),
+            percentile(&secs, 0.9),
+            total / n
+        );
+        println!(
+            "per case: {:.1} checks, {:.0} tokens of which {:.0} reused from the KV cache; {:.1} evaluated tokens/s",
+            checks as f64 / n,
+            prompt as f64 / n,
+            reused as f64 / n,
+            (prompt - reused) as f64 / total
+        );
     }
     Ok(Outcome::Pass)
 }

@@ -1,41 +1,37 @@
-//! `cardinal calibrate`: the judge against the human-labelled corpus in `data/calibration/`.
-//!
-//! Anchoring order: the labels are committed first; the judge's scores go to a separate file
-//! (`judge-scores.json`) that records the sha256 of every labels file it was produced against.
-//! A report is only computed when those hashes still match the labels on disk; otherwise the
-//! command refuses (exit 2) and asks for a re-run of the judge. The bins, the agreement gate and
-//! the gated dimensions are frozen in `cardinal_eval::calibration`.
+//! `cardinal calibrate`: the judge against the labelled corpus in `data/calibration/` — fitted
+//! on the dev split, reported on the test split (see `cardinal_harness::calibration`).
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
-use cardinal_dataset::calibration::{load_calibration_dir, Category, LoadedItem};
-use cardinal_eval::calibration::{
-    agreement, passes_gate, Agreement, Pair, AGREEMENT_GATE, BINS, GATED_DIMENSIONS,
-};
-use cardinal_eval::Bin;
-use cardinal_judge::{build_prompt_framed, Dimension, Framing, Judge, JudgeInput, JudgeOutcome};
-use cardinal_kb::{Card, KnowledgeBase};
-use cardinal_llm::ChatModel;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use anyhow::Result;
+use cardinal_dataset::calibration::{load_calibration_dir, LoadedItem, Split};
+use cardinal_harness::calibration::{self as cal, ScoresFile, SCORES_SCHEMA_VERSION};
+use cardinal_harness::scorer::{CheckFraming, ChecksScorer};
+use cardinal_harness::{HarnessError, Observer};
+use cardinal_kb::KnowledgeBase;
 
-use crate::ask_cmd::{model_for, LlmArgs};
-use crate::progress::Progress;
+use crate::args::{LlmArgs, RetrievalArgs};
 use crate::Outcome;
-
-/// Version of `judge-scores.json`.
-const SCORES_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CalibrateArgs {
-    /// The judge model (`--llm`, default the local 1.5B model) and its options.
+    /// The judge model (`--llm`: local = Qwen2.5-Coder-1.5B, default; local-small; openai) and
+    /// its options.
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// Scorer: checks-v1 (yes/no checks read from token probabilities, default) or rubric-v1
+    /// (the holistic 1–5 rubric).
+    #[arg(long, value_parser = ["checks-v1", "rubric-v1"], default_value = "checks-v1")]
+    pub scorer: String,
+    /// Which split to judge: test (default: claims are made on test), dev (what --fit reads)
+    /// or all.
+    #[arg(long, value_parser = ["dev", "test", "all"], default_value = "test")]
+    pub split: String,
+    /// Judge N items of the split, stratified by language × category (a quick look; the
+    /// report says so).
+    #[arg(long)]
+    pub sample: Option<usize>,
     /// Directory of the labelled corpus (default: <data>/calibration).
     #[arg(long)]
     pub labels: Option<PathBuf>,
@@ -46,174 +42,144 @@ pub struct CalibrateArgs {
     /// since it was written).
     #[arg(long)]
     pub from_scores: Option<PathBuf>,
-    /// Print the corpus balance (items, categories, bins, failures per language) and exit.
+    /// Fit the checks scorer's calibration (content-free correction, cut points) on the dev
+    /// split and write it (needs --split dev, or --from-scores of a dev run).
+    #[arg(long)]
+    pub fit: bool,
+    /// Where --fit writes (default: <data>/judge/checks-v1.<model>.json), and which calibration
+    /// the checks scorer uses otherwise (default: that file when it exists).
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+    /// Skip the ADR-0029 header-only control.
+    #[arg(long)]
+    pub no_control: bool,
+    /// Print the corpus check (counts, spreads, shortcut baselines, split, second labels,
+    /// inter-annotator agreement) and exit (1 when it finds problems).
     #[arg(long)]
     pub balance: bool,
-    /// Only the first N items of each labels file (quick looks; the report says so).
-    #[arg(long)]
-    pub limit: Option<usize>,
     /// Print the balance as JSON (with --balance).
     #[arg(long)]
     pub json: bool,
 }
 
-/// The sha256 of one labels file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LabelsHash {
-    pub file: String,
-    pub sha256: String,
+fn input(msg: String) -> anyhow::Error {
+    anyhow::Error::new(HarnessError::Input(msg))
 }
 
-/// One judgement of one item.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ItemScore {
-    pub item_id: String,
-    pub lang: String,
-    pub category: Category,
-    pub dimension: String,
-    pub framing: Framing,
-    pub outcome: JudgeOutcome,
-}
-
-/// `judge-scores.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScoresFile {
-    pub schema_version: u32,
-    pub judge_model: String,
-    /// The labels the scores were produced against.
-    pub labels: Vec<LabelsHash>,
-    /// `--limit` of the run (first N items per labels file), if any.
-    pub limit: Option<usize>,
-    pub scores: Vec<ItemScore>,
-}
-
-fn labels_hashes(dir: &Path) -> Result<Vec<LabelsHash>> {
-    let mut out = Vec::new();
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("jsonl"))
-        .collect();
-    files.sort();
-    for p in files {
-        let bytes = fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
-        out.push(LabelsHash {
-            file: p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            sha256: Sha256::digest(&bytes)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
-        });
+/// Load and validate the corpus like `cardinal data check` (file:line on every problem).
+pub(crate) fn load(data: &Path, dir: &Path) -> Result<(KnowledgeBase, Vec<LoadedItem>)> {
+    let kb = KnowledgeBase::load(&data.join("kb"))?;
+    let (cases, case_diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
+    let (items, mut diags) = load_calibration_dir(dir)?;
+    diags.extend(case_diags);
+    diags.extend(cardinal_dataset::calibration::check_calibration(
+        &kb, &cases, &items,
+    ));
+    if !diags.is_empty() {
+        return Err(input(format!(
+            "the calibration corpus has problems (the same check as `cardinal data check`):\n{diags}"
+        )));
     }
-    Ok(out)
+    if items.is_empty() {
+        return Err(input(format!("no calibration items in {}", dir.display())));
+    }
+    Ok((kb, items))
 }
 
-/// Refuse to compare scores with labels that changed since scoring.
-pub fn check_anchor(scored_against: &[LabelsHash], now: &[LabelsHash]) -> Result<()> {
-    if scored_against == now {
-        return Ok(());
-    }
-    let mut what = String::new();
-    let old: BTreeMap<&str, &str> = scored_against
-        .iter()
-        .map(|h| (h.file.as_str(), h.sha256.as_str()))
-        .collect();
-    let new: BTreeMap<&str, &str> = now
-        .iter()
-        .map(|h| (h.file.as_str(), h.sha256.as_str()))
-        .collect();
-    for (f, sha) in &old {
-        match new.get(f) {
-            None => {
-                let _ = writeln!(what, "  {f}: scored against {sha}, now missing");
-            }
-            Some(n) if n != sha => {
-                let _ = writeln!(what, "  {f}: scored against {sha}, now {n}");
-            }
-            _ => {}
-        }
-    }
-    for (f, sha) in &new {
-        if !old.contains_key(f) {
-            let _ = writeln!(what, "  {f}: new since scoring ({sha})");
-        }
-    }
-    bail!(
-        "the labels changed since the judge scored them:\n{what}the scores no longer measure \
-         these labels; re-run `cardinal calibrate` (without --from-scores) to re-anchor"
-    )
-}
-
-pub fn calibrate(data: &Path, args: &CalibrateArgs) -> Result<Outcome> {
+pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Result<Outcome> {
     let dir = args
         .labels
         .clone()
         .unwrap_or_else(|| data.join("calibration"));
-    let (items, diags) = load_calibration_dir(&dir)?;
-    if !diags.is_empty() {
-        bail!("the calibration corpus has problems (run `cardinal data check`):\n{diags}");
-    }
-    if items.is_empty() {
-        bail!("no calibration items in {}", dir.display());
-    }
+    let (kb, items) = load(data, &dir)?;
     if args.balance {
-        return balance(&items, args.json);
+        let r = cardinal_harness::corpus::check(&kb, &items);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", cardinal_harness::corpus::render(&r));
+        }
+        return Ok(if r.problems.is_empty() {
+            Outcome::Pass
+        } else {
+            Outcome::GateFailed
+        });
     }
-    let now = labels_hashes(&dir)?;
+    let now = cal::labels_hashes(&dir)?;
     let scores = match &args.from_scores {
         Some(path) => {
-            let text =
-                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let file: ScoresFile = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a judge-scores file", path.display()))?;
+            let text = fs::read_to_string(path)
+                .map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
+            let file: ScoresFile = serde_json::from_str(&text).map_err(|e| {
+                input(format!(
+                    "{}:{}: not a judge-scores file of schema {SCORES_SCHEMA_VERSION}: {e}",
+                    path.display(),
+                    e.line()
+                ))
+            })?;
             if file.schema_version != SCORES_SCHEMA_VERSION {
-                bail!(
+                return Err(input(format!(
                     "{}: schema_version {} (this cardinal reads {SCORES_SCHEMA_VERSION})",
                     path.display(),
                     file.schema_version
-                );
+                )));
             }
-            check_anchor(&file.labels, &now)
-                .with_context(|| format!("{} cannot be compared", path.display()))?;
+            cal::check_anchor(&file.labels, &now).map_err(|e| {
+                anyhow::Error::new(e).context(format!("{} cannot be compared", path.display()))
+            })?;
             file
         }
-        None => {
-            let kb = KnowledgeBase::load(&data.join("kb"))?;
-            let mut items = items.clone();
-            crate::keep_first_per_file(&mut items, args.limit, |li| &li.path);
-            let file = run_judge(&kb, &items, &now, args)?;
-            fs::create_dir_all(&args.out)
-                .with_context(|| format!("creating {}", args.out.display()))?;
-            let path = args.out.join("judge-scores.json");
-            fs::write(&path, serde_json::to_string_pretty(&file)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("judge scores: {}", path.display());
-            file
-        }
+        None => judge(data, &kb, &items, &now, args, obs)?,
     };
-    let report = build_report(&items, &scores)?;
-    fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let md = render_markdown(&report);
-    fs::write(args.out.join("calibration.md"), &md)?;
-    fs::write(
-        args.out.join("calibration.json"),
-        serde_json::to_string_pretty(&report)?,
+    fs::create_dir_all(&args.out)
+        .map_err(|e| anyhow::Error::new(HarnessError::io("creating", &args.out)(e)))?;
+    if args.from_scores.is_none() {
+        let path = args.out.join("judge-scores.json");
+        cardinal_harness::rundir::write_atomic(
+            &path,
+            serde_json::to_string_pretty(&scores)?.as_bytes(),
+        )?;
+        obs.note(&format!("judge scores: {}", path.display()));
+    }
+    if args.fit {
+        fit(data, &items, &scores, &now, args, obs)?;
+    }
+    let report = cal::report(&items, &scores)?;
+    cardinal_harness::rundir::write_atomic(
+        &args.out.join("calibration.md"),
+        cal::render_markdown(&report).as_bytes(),
     )?;
-    print!("{}", render_terminal(&report));
-    eprintln!("report: {}", args.out.join("calibration.md").display());
-    let failed: Vec<&GateRow> = report.gate.iter().filter(|g| !g.pass).collect();
+    cardinal_harness::rundir::write_atomic(
+        &args.out.join("calibration.json"),
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+    )?;
+    print!("{}", cal::render_terminal(&report));
+    match crate::report_html::calibration(data, &args.out) {
+        Ok(p) => obs.note(&format!("html: {}", p.display())),
+        Err(e) => obs.note(&format!("note: report.html not written: {e:#}")),
+    }
+    obs.note(&format!(
+        "report: {}",
+        args.out.join("calibration.md").display()
+    ));
+    if report.split != "test" {
+        obs.note(&format!(
+            "note: these figures are on the {} split; claims are made on test",
+            report.split
+        ));
+    }
+    let failed: Vec<&cal::GateRow> = report.gate.iter().filter(|g| !g.pass).collect();
     for g in &failed {
-        eprintln!(
-            "calibration gate failed: {} binned agreement {} < {AGREEMENT_GATE} (n = {})",
+        obs.note(&format!(
+            "calibration gate failed: {} / {} binned agreement {} < {} (n = {})",
             g.dimension,
+            g.slice,
             g.agreement
                 .map(|a| format!("{a:.3}"))
                 .unwrap_or_else(|| "n/a".into()),
+            g.threshold,
             g.n
-        );
+        ));
     }
     Ok(if failed.is_empty() {
         Outcome::Pass
@@ -222,461 +188,175 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs) -> Result<Outcome> {
     })
 }
 
-/// The judgements to make, in the order they are made: every groundedness judgement, then
-/// every faithfulness one, then the header-only faithfulness control on rule-violation items;
-/// within each phase, items ordered by (language, cited ids, item id).
-///
-/// The order never changes a score (each call is independent, temperature 0); it is chosen for
-/// speed: consecutive prompts then share their longest prefix — the rubric (the system
-/// message), the language line and often the same cards — which the local runtime does not
-/// process again (prefix KV reuse). Interleaving dimensions per item would switch the rubric on
-/// every call and lose all of it.
-fn judgement_plan(items: &[LoadedItem]) -> Vec<(&LoadedItem, Dimension, Framing)> {
-    let mut ordered: Vec<&LoadedItem> = items.iter().collect();
-    ordered.sort_by(|a, b| {
-        (a.item.lang.tag(), &a.item.cited, &a.item.id).cmp(&(
-            b.item.lang.tag(),
-            &b.item.cited,
-            &b.item.id,
-        ))
-    });
-    let mut plan = Vec::new();
-    for (dim, framing) in [
-        (Dimension::Groundedness, Framing::Standard),
-        (Dimension::Faithfulness, Framing::Standard),
-        (Dimension::Faithfulness, Framing::HeaderOnlyControl),
-    ] {
-        for li in &ordered {
-            if framing == Framing::HeaderOnlyControl && li.item.category != Category::RuleViolation
-            {
-                continue;
-            }
-            plan.push((*li, dim, framing));
-        }
+fn split_of(s: &str) -> Option<Split> {
+    match s {
+        "dev" => Some(Split::Dev),
+        "test" => Some(Split::Test),
+        _ => None,
     }
-    plan
 }
 
-/// Run the judge over the items in [`judgement_plan`] order: groundedness and faithfulness
-/// with their own framings, plus the header-only faithfulness control on rule-violation items.
-fn run_judge(
+fn judge(
+    data: &Path,
     kb: &KnowledgeBase,
     items: &[LoadedItem],
-    labels: &[LabelsHash],
+    labels: &[cal::LabelsHash],
     args: &CalibrateArgs,
+    obs: &dyn Observer,
 ) -> Result<ScoresFile> {
-    let model = model_for(args.llm.llm, &args.llm)?
-        .context("the judge needs a model: --llm local, local-small or openai")?;
-    let judge = Judge::new(model.clone() as Arc<dyn ChatModel>);
-    let plan = judgement_plan(items);
-    let mut bar = Progress::new("judgements");
-    let mut scores = Vec::with_capacity(plan.len());
-    for (i, (li, dim, framing)) in plan.iter().enumerate() {
-        let it = &li.item;
-        let cited: Vec<&Card> = it
-            .cited
+    let mut s = crate::args::settings(&RetrievalArgs::default(), Some(&args.llm), None)?;
+    s.judge.backend = match s.llm.backend {
+        cardinal_harness::settings::Backend::Extractive => {
+            return Err(input(
+                "the judge needs a model: --llm local, local-small or openai (not extractive)"
+                    .into(),
+            ))
+        }
+        b => Some(b),
+    };
+    s.judge.url = s.llm.url.clone();
+    s.judge.model = s.llm.model.clone();
+    s.judge.scorer = args.scorer.clone();
+    s.judge.calibration = if args.fit {
+        None
+    } else {
+        args.calibration.clone()
+    };
+    let mut selected = cal::select_split(items, split_of(&args.split));
+    if let Some(n) = args.sample {
+        let strata: Vec<String> = selected
             .iter()
-            .filter_map(|id| kb.get(id).map(|f| &f.card))
+            .map(|li| format!("{}/{:?}", li.item.lang.tag(), li.item.category))
             .collect();
-        let input =
-            JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cited, |id| {
-                kb.get(id).map(|f| &f.card)
-            });
-        let outcome = match build_prompt_framed(*dim, &input, *framing) {
-            Ok(messages) => judge.score_messages(&messages),
-            Err(reason) => JudgeOutcome::NotApplicable { reason },
-        };
-        scores.push(ItemScore {
-            item_id: it.id.clone(),
-            lang: it.lang.tag().to_string(),
-            category: it.category,
-            dimension: dim.name().to_string(),
-            framing: *framing,
-            outcome,
-        });
-        bar.update(i + 1, plan.len());
+        let picked = cardinal_harness::sample::stratified(
+            strata
+                .iter()
+                .cloned()
+                .zip(selected.iter().map(|li| li.item.id.as_str())),
+            n,
+            cardinal_harness::sample::DEFAULT_SAMPLE_SEED,
+        );
+        selected = picked.into_iter().map(|i| selected[i].clone()).collect();
     }
-    let st = model.stats();
-    eprintln!(
-        "cache: {} hit(s), {} model call(s)",
-        st.hits, st.model_calls
-    );
+    let (scores, content_free, calibration) = if args.scorer == "rubric-v1" {
+        let model = cardinal_harness::models::judge_model(&s, None, obs)?
+            .ok_or_else(|| input("no judge model".into()))?;
+        let scorer = cardinal_harness::scorer::RubricScorer::new(
+            model as std::sync::Arc<dyn cardinal_llm::ChatModel>,
+        )
+        .with_dimensions(&[
+            cardinal_judge::Dimension::Groundedness,
+            cardinal_judge::Dimension::Faithfulness,
+        ]);
+        let v = cal::run_scores(kb, &selected, &scorer, None, obs);
+        (v, None, None)
+    } else {
+        let probe = cardinal_harness::models::judge_probe(&s, obs)?
+            .ok_or_else(|| input("no judge model".into()))?;
+        let calibration = match (
+            &s.judge.calibration,
+            cardinal_harness::scorer::default_calibration_path(data, &s),
+        ) {
+            (Some(p), _) => cardinal_harness::scorer::load_calibration(p, &probe.id())?,
+            (None, Some(p)) if p.is_file() && !args.fit => {
+                cardinal_harness::scorer::load_calibration(&p, &probe.id())?
+            }
+            _ => cardinal_judge::checks::Calibration::uncalibrated(&probe.id()),
+        };
+        let content_free = cal::measure_content_free(&probe)?;
+        let scorer = ChecksScorer::new(probe.clone(), calibration.clone()).without_hallucination();
+        let control = (!args.no_control).then(|| {
+            ChecksScorer::new(probe, calibration.clone())
+                .without_hallucination()
+                .with_framing(CheckFraming::HeaderOnly)
+        });
+        let v = cal::run_scores(kb, &selected, &scorer, control.as_ref(), obs);
+        (v, Some(content_free), Some(calibration))
+    };
+    let model_id = match (&calibration, scores.first()) {
+        (Some(c), _) => c.model_id.clone(),
+        _ => scores
+            .iter()
+            .flat_map(|s| s.verdicts.values())
+            .find_map(|v| match v {
+                cardinal_harness::scorer::Verdict::Scored { detail, .. } => detail
+                    .pointer("/calls/0/model")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_string),
+                _ => None,
+            })
+            .unwrap_or_else(|| s.llm.backend.name().to_string()),
+    };
     Ok(ScoresFile {
         schema_version: SCORES_SCHEMA_VERSION,
-        judge_model: judge.model_id(),
+        scorer: args.scorer.clone(),
+        judge_model: model_id,
         labels: labels.to_vec(),
-        limit: args.limit,
-        scores,
+        split: args.split.clone(),
+        sample: args.sample,
+        content_free,
+        calibration,
+        items: scores,
     })
 }
 
-/// One row of the agreement tables.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AgreementRow {
-    pub dimension: String,
-    /// `all` or a language tag.
-    pub slice: String,
-    /// Judgements that failed (judge_error): not in n, never a score.
-    pub judge_errors: usize,
-    #[serde(flatten)]
-    pub stats: Agreement,
-}
-
-/// The ADR-0029 control on rule-violation items.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ControlRow {
-    pub slice: String,
-    pub full_card: Agreement,
-    pub header_only: Agreement,
-}
-
-/// Gate verdict of one gated dimension (over all languages).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GateRow {
-    pub dimension: String,
-    pub agreement: Option<f64>,
-    pub n: usize,
-    pub threshold: f64,
-    pub pass: bool,
-}
-
-/// `calibration.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CalibrationReport {
-    pub judge_model: String,
-    pub labels: Vec<LabelsHash>,
-    pub limit: Option<usize>,
-    pub rows: Vec<AgreementRow>,
-    pub control: Vec<ControlRow>,
-    pub gate: Vec<GateRow>,
-}
-
-fn build_report(items: &[LoadedItem], file: &ScoresFile) -> Result<CalibrationReport> {
-    let by_id: BTreeMap<&str, &LoadedItem> =
-        items.iter().map(|li| (li.item.id.as_str(), li)).collect();
-    let human = |id: &str, dim: &str| -> Result<u8> {
-        let li = by_id
-            .get(id)
-            .with_context(|| format!("judge scores name item {id}, which is not in the labels"))?;
-        Ok(match dim {
-            "groundedness" => li.item.labels.groundedness.score,
-            "faithfulness" => li.item.labels.faithfulness.score,
-            other => bail!("judge scores carry an ungated dimension {other}"),
-        })
-    };
-    // (dimension, framing, slice) -> pairs; errors per (dimension, slice).
-    let mut pairs: BTreeMap<(String, Framing, String), Vec<Pair>> = BTreeMap::new();
-    let mut control_pairs: BTreeMap<(Framing, String), Vec<Pair>> = BTreeMap::new();
-    let mut errors: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for s in &file.scores {
-        let h = human(&s.item_id, &s.dimension)?;
-        for slice in ["all".to_string(), s.lang.clone()] {
-            match &s.outcome {
-                JudgeOutcome::Scored { score, .. } => {
-                    let p = Pair {
-                        item_id: s.item_id.clone(),
-                        human: h,
-                        judge: score.get(),
-                    };
-                    if s.category == Category::RuleViolation && s.dimension == "faithfulness" {
-                        control_pairs
-                            .entry((s.framing, slice.clone()))
-                            .or_default()
-                            .push(p.clone());
-                    }
-                    if s.framing == Framing::Standard {
-                        pairs
-                            .entry((s.dimension.clone(), s.framing, slice))
-                            .or_default()
-                            .push(p);
-                    }
-                }
-                JudgeOutcome::Failed { .. } if s.framing == Framing::Standard => {
-                    *errors.entry((s.dimension.clone(), slice)).or_default() += 1;
-                }
-                _ => {}
-            }
-        }
+fn fit(
+    data: &Path,
+    items: &[LoadedItem],
+    scores: &ScoresFile,
+    labels: &[cal::LabelsHash],
+    args: &CalibrateArgs,
+    obs: &dyn Observer,
+) -> Result<()> {
+    if scores.scorer != cardinal_judge::checks::SCORER {
+        return Err(input("--fit fits the checks-v1 scorer only".into()));
     }
-    let mut slices: Vec<String> = vec!["all".into()];
-    let mut langs: Vec<String> = file.scores.iter().map(|s| s.lang.clone()).collect();
-    langs.sort();
-    langs.dedup();
-    slices.extend(langs);
-    let mut rows = Vec::new();
-    for dim in GATED_DIMENSIONS {
-        for slice in &slices {
-            let key = (dim.to_string(), Framing::Standard, slice.clone());
-            let p = pairs.get(&key).cloned().unwrap_or_default();
-            rows.push(AgreementRow {
-                dimension: dim.to_string(),
-                slice: slice.clone(),
-                judge_errors: errors
-                    .get(&(dim.to_string(), slice.clone()))
-                    .copied()
-                    .unwrap_or(0),
-                stats: agreement(&p, &format!("{dim}/{slice}")),
-            });
-        }
-    }
-    let control = slices
+    let dev = cal::DevSplit::from_items(items);
+    let fitted_on = labels
         .iter()
-        .map(|slice| {
-            let get = |f: Framing| {
-                control_pairs
-                    .get(&(f, slice.clone()))
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            ControlRow {
-                slice: slice.clone(),
-                full_card: agreement(&get(Framing::Standard), &format!("control/full/{slice}")),
-                header_only: agreement(
-                    &get(Framing::HeaderOnlyControl),
-                    &format!("control/header/{slice}"),
-                ),
-            }
-        })
+        .map(|h| (h.file.clone(), h.sha256.clone()))
         .collect();
-    let gate = GATED_DIMENSIONS
-        .iter()
-        .map(|dim| {
-            let row = rows
-                .iter()
-                .find(|r| r.dimension == *dim && r.slice == "all");
-            let (agreement, n, pass) = match row {
-                Some(r) => (r.stats.agreement, r.stats.n, passes_gate(&r.stats)),
-                None => (None, 0, false),
-            };
-            GateRow {
-                dimension: dim.to_string(),
-                agreement,
-                n,
-                threshold: AGREEMENT_GATE,
-                pass,
-            }
-        })
-        .collect();
-    Ok(CalibrationReport {
-        judge_model: file.judge_model.clone(),
-        labels: file.labels.clone(),
-        limit: file.limit,
-        rows,
-        control,
-        gate,
-    })
-}
-
-fn fmt_opt(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
-}
-
-fn fmt_ci(a: &Agreement) -> String {
-    a.ci.map(|c| format!("[{:.3}, {:.3}]", c.low, c.high))
-        .unwrap_or_else(|| "n/a".into())
-}
-
-fn confusion(a: &Agreement) -> String {
-    let c = a.confusion;
-    format!(
-        "L:{}/{}/{} M:{}/{}/{} H:{}/{}/{}",
-        c[0][0], c[0][1], c[0][2], c[1][0], c[1][1], c[1][2], c[2][0], c[2][1], c[2][2]
-    )
-}
-
-fn render_markdown(r: &CalibrationReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# Judge calibration\n");
-    let _ = writeln!(s, "- judge: `{}`", r.judge_model);
-    for h in &r.labels {
-        let _ = writeln!(s, "- labels `{}`: sha256 `{}`", h.file, h.sha256);
-    }
-    if let Some(n) = r.limit {
-        let _ = writeln!(
-            s,
-            "- subset: first {n} items of each labels file (`--limit`)"
-        );
-    }
-    let _ = writeln!(
-        s,
-        "- bins: 1–2 low, 3 mid, 4–5 high; gate: binned agreement ≥ {AGREEMENT_GATE} on {}\n",
-        GATED_DIMENSIONS.join(", ")
-    );
-    let _ = writeln!(s, "## Gate\n");
-    for g in &r.gate {
-        let _ = writeln!(
-            s,
-            "- `{}`: agreement {} (n = {}) — **{}**",
-            g.dimension,
-            fmt_opt(g.agreement),
-            g.n,
-            if g.pass { "pass" } else { "FAIL" }
-        );
-    }
-    let _ = writeln!(s, "\n## Agreement\n");
-    let _ = writeln!(
-        s,
-        "| dimension | slice | n | judge errors | binned agreement | 95 % CI | quadratic κ (1–5) |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- |");
-    for row in &r.rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            row.dimension,
-            row.slice,
-            row.stats.n,
-            row.judge_errors,
-            fmt_opt(row.stats.agreement),
-            fmt_ci(&row.stats),
-            fmt_opt(row.stats.kappa_quadratic)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\n## Confusion matrices (rows: human bin, columns: judge bin)\n"
-    );
-    for row in &r.rows {
-        let c = row.stats.confusion;
-        let _ = writeln!(
-            s,
-            "**{} / {}** (n = {})\n\n| human \\ judge | low | mid | high |\n| --- | --- | --- | --- |",
-            row.dimension, row.slice, row.stats.n
-        );
-        for (i, b) in BINS.iter().enumerate() {
-            let _ = writeln!(s, "| {:?} | {} | {} | {} |", b, c[i][0], c[i][1], c[i][2]);
+    let c = cal::fit(&dev, scores, scores.content_free.clone(), fitted_on)?;
+    let path = match &args.calibration {
+        Some(p) => p.clone(),
+        None => {
+            let name = model_file_name(args.llm.llm.as_deref(), &c.model_id);
+            data.join("judge").join(format!("checks-v1.{name}.json"))
         }
-        let _ = writeln!(s);
-    }
-    let _ = writeln!(
-        s,
-        "## ADR-0029 control: faithfulness on rule-violation items\n\n\
-         The same judge and rubric, framed with the full cited cards (rules included) vs the \
-         cards' headers only. The difference is what reading the rules is worth.\n"
-    );
-    let _ = writeln!(
-        s,
-        "| slice | n full | agreement full card | n header | agreement header only |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
-    for c in &r.control {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            c.slice,
-            c.full_card.n,
-            fmt_opt(c.full_card.agreement),
-            c.header_only.n,
-            fmt_opt(c.header_only.agreement)
-        );
-    }
-    let _ = writeln!(s, "\n## Largest disagreements\n");
-    for row in r.rows.iter().filter(|r| r.slice == "all") {
-        let _ = writeln!(s, "**{}**\n", row.dimension);
-        if row.stats.worst.is_empty() {
-            let _ = writeln!(s, "- none\n");
-        }
-        for p in &row.stats.worst {
-            let _ = writeln!(s, "- `{}`: human {}, judge {}", p.item_id, p.human, p.judge);
-        }
-        let _ = writeln!(s);
-    }
-    s
-}
-
-fn render_terminal(r: &CalibrationReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "judge: {}", r.judge_model);
-    let _ = writeln!(
-        s,
-        "{:<13} {:<7} {:>4} {:>5} {:>9} {:<16} {:>7}  confusion (human L/M/H rows: judge L/M/H)",
-        "dimension", "slice", "n", "errs", "agreement", "95% CI", "kappa_q"
-    );
-    for row in &r.rows {
-        let _ = writeln!(
-            s,
-            "{:<13} {:<7} {:>4} {:>5} {:>9} {:<16} {:>7}  {}",
-            row.dimension,
-            row.slice,
-            row.stats.n,
-            row.judge_errors,
-            fmt_opt(row.stats.agreement),
-            fmt_ci(&row.stats),
-            fmt_opt(row.stats.kappa_quadratic),
-            confusion(&row.stats)
-        );
-    }
-    let _ = writeln!(s, "ADR-0029 control (faithfulness, rule-violation items):");
-    for c in &r.control {
-        let _ = writeln!(
-            s,
-            "  {:<7} full card {} (n={})  header only {} (n={})",
-            c.slice,
-            fmt_opt(c.full_card.agreement),
-            c.full_card.n,
-            fmt_opt(c.header_only.agreement),
-            c.header_only.n
-        );
-    }
-    for g in &r.gate {
-        let _ = writeln!(
-            s,
-            "gate {}: {} (n={}) >= {} ? {}",
-            g.dimension,
-            fmt_opt(g.agreement),
-            g.n,
-            g.threshold,
-            if g.pass { "pass" } else { "FAIL" }
-        );
-    }
-    s
-}
-
-/// Items per language: categories, label bins per gated dimension, failures (either gated
-/// label in the low bin) and rule-violation items.
-fn balance(items: &[LoadedItem], json: bool) -> Result<Outcome> {
-    let mut table: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
-    let bin_name = |s: u8| match Bin::of(s) {
-        Some(Bin::Low) => "low",
-        Some(Bin::Mid) => "mid",
-        Some(Bin::High) => "high",
-        None => "invalid",
     };
-    for li in items {
-        let it = &li.item;
-        let e = table.entry(it.lang.tag().to_string()).or_default();
-        *e.entry("items".into()).or_default() += 1;
-        let cat = serde_json::to_value(it.category)?
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        *e.entry(format!("category:{cat}")).or_default() += 1;
-        let (g, f) = (it.labels.groundedness.score, it.labels.faithfulness.score);
-        *e.entry(format!("groundedness:{}", bin_name(g)))
-            .or_default() += 1;
-        *e.entry(format!("faithfulness:{}", bin_name(f)))
-            .or_default() += 1;
-        if Bin::of(g) == Some(Bin::Low) || Bin::of(f) == Some(Bin::Low) {
-            *e.entry("failures".into()).or_default() += 1;
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| anyhow::Error::new(HarnessError::io("creating", parent)(e)))?;
+    }
+    cardinal_harness::rundir::write_atomic(&path, serde_json::to_string_pretty(&c)?.as_bytes())?;
+    obs.note(&format!(
+        "fitted on {} dev item(s): {} (content-free correction: {})",
+        dev.len(),
+        path.display(),
+        if c.content_free.is_some() {
+            "yes"
+        } else {
+            "no"
         }
+    ));
+    Ok(())
+}
+
+/// The name the fitted calibration file carries: the registry name of the local judge model
+/// (`--llm local` → qwen2.5-coder-1.5b), else a file-name-safe form of the model id.
+fn model_file_name(llm: Option<&str>, model_id: &str) -> String {
+    let backend = cardinal_harness::settings::Backend::parse(llm.unwrap_or("local"));
+    if let Some(name) = backend.and_then(|b| b.local_model()) {
+        return name.to_string();
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&table)?);
-        return Ok(Outcome::Pass);
-    }
-    let keys: std::collections::BTreeSet<&String> = table.values().flat_map(|m| m.keys()).collect();
-    let langs: Vec<&String> = table.keys().collect();
-    print!("{:<34}", "");
-    for l in &langs {
-        print!("{l:>8}");
-    }
-    println!();
-    for k in keys {
-        print!("{k:<34}");
-        for l in &langs {
-            print!("{:>8}", table[*l].get(k).copied().unwrap_or(0));
-        }
-        println!();
-    }
-    Ok(Outcome::Pass)
+    model_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

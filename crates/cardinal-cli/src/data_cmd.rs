@@ -39,6 +39,21 @@ pub fn check(data: &Path) -> Result<Outcome> {
     diags.extend(cardinal_dataset::calibration::check_calibration(
         &kb, &cases, &items,
     ));
+    // The corpus-level gate (counts, spreads, shortcut baselines, split, second labels, header
+    // non-contradiction), once every item is valid.
+    let corpus_problems = if diags.is_empty() {
+        cardinal_harness::corpus::check(&kb, &items).problems
+    } else {
+        Vec::new()
+    };
+    for p in &corpus_problems {
+        diags.push(cardinal_kb::Diagnostic::new(
+            data.join("calibration"),
+            0,
+            "corpus",
+            p.clone(),
+        ));
+    }
     let gold = cases.iter().filter(|c| c.case.has_gold()).count();
     Ok(report(
         diags,
@@ -82,12 +97,14 @@ pub fn lint(data: &Path) -> Result<Outcome> {
 }
 
 pub fn stats(data: &Path, json: bool) -> Result<Outcome> {
-    let (kb, cases, diags) = load_all(data)?;
+    let (kb, cases, mut diags) = load_all(data)?;
+    diags.extend(cardinal_dataset::check(&kb, &cases));
     if !diags.is_empty() {
-        eprintln!(
-            "warning: {} problem(s) in the data; counts cover what parsed (run `cardinal data check`)",
-            diags.len()
-        );
+        for d in diags.sorted().iter() {
+            eprintln!("{d}");
+        }
+        eprintln!("kb stats: the data has problems; fix them first (`cardinal data check`)");
+        return Ok(Outcome::InputError);
     }
     let s = cardinal_dataset::stats(&kb, &cases, &ChunkerConfig::default());
     if json {

@@ -1,31 +1,35 @@
-//! `cardinal`: the command line. Owns `anyhow` and the exit-code contract:
-//! 0 pass, 1 a gate failed, 2 usage or input error.
+//! `cardinal`: the command line. Parses flags, calls the run library (`cardinal-harness`),
+//! renders, and owns `anyhow` and the exit-code contract:
+//! **0** pass, **1** a gate failed, **2** usage or input error, **3** runtime failure (a model,
+//! endpoint or store unavailable, I/O).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod ask_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
 mod data_cmd;
 mod eval_cmd;
+mod exit;
 mod models_cmd;
 mod progress;
+mod report_html;
 mod retrieval_cmd;
-mod settings;
 
 /// Cardinal: a card-grounded multilingual answering agent and its evaluation harness.
 /// Synthetic data only; not a medical device.
 #[derive(Debug, Parser)]
 #[command(name = "cardinal", version, about, long_about = None)]
 struct Cli {
-    /// The data directory holding `kb/` (cards) and `cases/` (evaluation cases).
+    /// The data directory holding `kb/` (cards), `cases/` and `calibration/`.
     #[arg(long, global = true, default_value = "data", env = "CARDINAL_DATA")]
     data: PathBuf,
     #[command(flatten)]
-    retrieval: settings::RetrievalArgs,
+    retrieval: args::RetrievalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -48,6 +52,11 @@ enum Command {
         /// Print the ingest report as JSON.
         #[arg(long)]
         json: bool,
+        /// After ingesting, re-embed N chunks spread over the KB (default 48) and check that the
+        /// store returns each as its own nearest neighbour (cosine >= 0.999); a store that fails
+        /// is cleared and rebuilt. A damaged embedded store is always rebuilt by ingest.
+        #[arg(long, num_args = 0..=1, default_missing_value = "48")]
+        verify: Option<usize>,
     },
     /// Hybrid search of the knowledge base: cards with fused score, per-retriever ranks and
     /// dense similarity. Ingests first if the store is stale.
@@ -78,7 +87,7 @@ enum Command {
         #[arg(long)]
         lang: Option<cardinal_kb::Lang>,
         #[command(flatten)]
-        llm: ask_cmd::LlmArgs,
+        llm: args::LlmArgs,
         /// Print the whole turn trace as JSON.
         #[arg(long)]
         json: bool,
@@ -100,10 +109,23 @@ enum Command {
         /// Average over every query in the qrels (missing runs score 0), as trec_eval -c.
         #[arg(short = 'c')]
         complete: bool,
+        /// Behave as trec_eval 9.0.x instead of the current release 10.0: with -c, qrels
+        /// queries absent from the run are not printed by -q; without -c they are ignored
+        /// instead of being an error.
+        #[arg(long = "trec-eval-9")]
+        trec_eval_9: bool,
     },
-    /// The evaluation sweep: every case through the agent with the store, deterministic
-    /// evaluators (ADR-0023 retrieval triad, citations, refusals), aggregate with n and CIs,
-    /// report.md/report.json, gates and baseline. Resumable (records.jsonl in --run-dir).
+    /// Re-render report.html of a sweep run directory (report.json, records.jsonl,
+    /// manifest.json) or of a calibration output directory (calibration.json): one
+    /// self-contained page, no network, readable offline.
+    Report {
+        /// The run directory (or calibration output directory).
+        dir: PathBuf,
+    },
+    /// The evaluation sweep: every selected case through the agent with the store, the
+    /// deterministic evaluators and the judge, aggregated with n and CIs into report.md and
+    /// report.json (with the run manifest); gates and the baseline decide the exit code.
+    /// Resumable: a re-run into the same --run-dir continues, under an identical manifest only.
     Eval {
         #[command(flatten)]
         args: eval_cmd::EvalArgs,
@@ -121,6 +143,13 @@ enum Command {
         #[command(subcommand)]
         command: BaselineCommand,
     },
+    /// The metric registry: every score key with its construct, direction, range, what empty
+    /// gold yields and its evaluator.
+    Metrics {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks on the real KB and models.
     Bench {
         #[command(subcommand)]
@@ -135,13 +164,14 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum BaselineCommand {
-    /// Write the aggregate of a run directory (report.json) as the baseline file.
+    /// Write a complete run's aggregate and manifest as the baseline file. Refuses a partial
+    /// run or a report that no longer matches the run's records.
     Update {
         #[arg(long, default_value = ".cardinal/runs/default")]
         run_dir: PathBuf,
         #[arg(long, default_value = "baselines/deterministic.json")]
         out: PathBuf,
-        /// A note stored with the baseline (agent mode, models).
+        /// A note stored with the baseline.
         #[arg(long)]
         note: Option<String>,
     },
@@ -149,12 +179,48 @@ enum BaselineCommand {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
+    /// Judge speed: seconds per case of the checks-v1 judge (the in-process model of --judge,
+    /// default the 1.5B), no cache, on a stratified sample of dev calibration items; checks,
+    /// prompt and reused tokens per case. Target: <= 15 s per case on 2 cores.
+    Judge {
+        /// Calibration items to judge.
+        #[arg(long, default_value_t = 12)]
+        items: usize,
+        /// Judge model: local (Qwen2.5-Coder-1.5B) or local-small (0.5B).
+        #[arg(long, value_parser = ["local", "local-small"], default_value = "local")]
+        judge: String,
+        /// Leave out the hallucination checks (as `cardinal calibrate` does).
+        #[arg(long)]
+        no_hallucination: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Ingest throughput (chunks/s) into a fresh store, query latency p50/p95 for dense,
     /// lexical and hybrid over every case, and the best-cosine distribution of gold vs no_match
     /// cases against the similarity floor.
     Retrieval {
         #[arg(long)]
         json: bool,
+    },
+    /// trec-eval speed: generates a large qrels + run (10 k queries × 1000 docs by default),
+    /// times ours over paired runs, and `trec_eval` too when it is on PATH (or --trec-eval),
+    /// with medians, peak RSS and whether both outputs are byte-identical.
+    Trec {
+        /// Queries.
+        #[arg(long, default_value_t = 10_000)]
+        queries: usize,
+        /// Retrieved documents per query.
+        #[arg(long, default_value_t = 1_000)]
+        docs: usize,
+        /// Paired runs.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// The trec_eval binary to compare with (default: `trec_eval` on PATH, if any).
+        #[arg(long)]
+        trec_eval: Option<PathBuf>,
+        /// Where the generated files go (reused when the parameters match).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -176,7 +242,8 @@ enum ModelsCommand {
 #[derive(Debug, Subcommand)]
 enum DataCommand {
     /// Integrity gate: every card parses, every gold id is a card of the case's language,
-    /// ids are unique, every topic exists in en, es-419 and pt-BR. Exit 2 on any problem.
+    /// ids are unique, every topic exists in en, es-419 and pt-BR, the calibration corpus is
+    /// valid. Exit 2 on any problem.
     Check,
 }
 
@@ -186,7 +253,7 @@ enum KbCommand {
     /// `synthetic = true` on every card. Exit 2 on any problem.
     Lint,
     /// Counts: cards, chunks, claims and rules per language; topic coverage; cases per
-    /// language and type with gold counts.
+    /// language and type with gold counts. Exit 2 on invalid data.
     Stats {
         /// Print JSON instead of tables.
         #[arg(long)]
@@ -201,24 +268,81 @@ pub enum Outcome {
     InputError,
 }
 
+impl Command {
+    /// The command's name for messages, and whether it retrieves (uses the retrieval flags).
+    fn name_and_retrieves(&self) -> (&'static str, bool) {
+        match self {
+            Command::Data { .. } => ("data check", false),
+            Command::Kb { .. } => ("kb", false),
+            Command::Ingest { .. } => ("ingest", true),
+            Command::Search { .. } => ("search", true),
+            Command::Ask { .. } => ("ask", true),
+            Command::TrecEval { .. } => ("trec-eval", false),
+            Command::Report { .. } => ("report", false),
+            Command::Eval { .. } => ("eval", true),
+            Command::Calibrate { .. } => ("calibrate", false),
+            Command::Baseline { .. } => ("baseline update", false),
+            Command::Metrics { .. } => ("metrics", false),
+            Command::Bench {
+                command: BenchCommand::Retrieval { .. },
+            } => ("bench retrieval", true),
+            Command::Bench { .. } => ("bench", false),
+            Command::Models { .. } => ("models", false),
+        }
+    }
+}
+
 fn trec_eval(
     qrels: &std::path::Path,
     run: &std::path::Path,
     measures: &[String],
     per_query: bool,
-    complete: bool,
+    options: cardinal_trec::EvalOptions,
 ) -> anyhow::Result<Outcome> {
     let measures = cardinal_trec::parse_measure_args(measures)?;
     let qrels = cardinal_trec::parse_qrels(qrels)?;
     let run = cardinal_trec::parse_run(run)?;
-    let evaluation = cardinal_trec::evaluate(&qrels, &run, &measures, complete)?;
+    let evaluation = cardinal_trec::evaluate_with(&qrels, &run, &measures, &options)?;
     print!("{}", evaluation.render(per_query));
     Ok(Outcome::Pass)
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+fn metrics(json: bool) -> anyhow::Result<Outcome> {
+    use cardinal_eval::metrics::{Direction, METRICS};
+    if json {
+        println!("{}", serde_json::to_string_pretty(METRICS)?);
+        return Ok(Outcome::Pass);
+    }
+    for m in METRICS {
+        println!(
+            "{}\n  measures:  {}\n  direction: {}\n  range:     {} to {}\n  when empty: {}\n  evaluator: {}{}\n",
+            m.name,
+            m.construct,
+            match m.direction {
+                Direction::HigherIsBetter => "higher is better",
+                Direction::LowerIsBetter => "lower is better",
+            },
+            m.min,
+            m.max,
+            m.when_empty,
+            m.evaluator,
+            if m.gate_eligible { " (PR-gate eligible)" } else { "" }
+        );
+    }
+    Ok(Outcome::Pass)
+}
+
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    let (name, retrieves) = cli.command.name_and_retrieves();
+    if !retrieves {
+        if let Some(flag) = cli.retrieval.first_given() {
+            return Err(anyhow::Error::new(cardinal_harness::HarnessError::Input(
+                format!("{flag} is not used by `cardinal {name}` (it takes no retrieval settings)"),
+            )));
+        }
+    }
+    let obs = progress::CliObserver::new();
+    match cli.command {
         Command::Data {
             command: DataCommand::Check,
         } => data_cmd::check(&cli.data),
@@ -228,8 +352,10 @@ fn main() -> ExitCode {
         Command::Kb {
             command: KbCommand::Stats { json },
         } => data_cmd::stats(&cli.data, json),
-        Command::Ingest { json } => settings::Settings::load(&cli.retrieval)
-            .and_then(|s| retrieval_cmd::ingest(&cli.data, &s, json)),
+        Command::Ingest { json, verify } => {
+            let s = args::settings(&cli.retrieval, None, None)?;
+            retrieval_cmd::ingest(&cli.data, &s, json, verify, &obs)
+        }
         Command::Search {
             query,
             lang,
@@ -245,64 +371,119 @@ fn main() -> ExitCode {
             } else {
                 cardinal_retrieval::Mode::Hybrid
             };
-            settings::Settings::load(&cli.retrieval).and_then(|mut s| {
-                retrieval_cmd::search(&cli.data, &mut s, &query, lang, k, mode, json)
-            })
+            let mut r = cli.retrieval.clone();
+            r.top_k = k;
+            let s = args::settings(&r, None, None)?;
+            retrieval_cmd::search(&cli.data, &s, &query, lang, mode, json, &obs)
         }
         Command::Ask {
             question,
             lang,
             llm,
             json,
-        } => settings::Settings::load(&cli.retrieval)
-            .and_then(|s| ask_cmd::ask(&cli.data, &s, &question, lang, &llm, json)),
+        } => {
+            let s = args::settings(&cli.retrieval, Some(&llm), None)?;
+            ask_cmd::ask(&cli.data, &s, &question, lang, json, &obs)
+        }
         Command::TrecEval {
             qrels,
             run,
             measure,
             per_query,
             complete,
-        } => trec_eval(&qrels, &run, &measure, per_query, complete),
-        Command::Eval { args } => settings::Settings::load(&cli.retrieval)
-            .and_then(|s| eval_cmd::eval(&cli.data, &s, &args)),
-        Command::Calibrate { args } => calibrate_cmd::calibrate(&cli.data, &args),
+            trec_eval_9,
+        } => trec_eval(
+            &qrels,
+            &run,
+            &measure,
+            per_query,
+            cardinal_trec::EvalOptions {
+                complete,
+                trec_eval_9,
+            },
+        ),
+        Command::Report { dir } => report_cmd(&cli.data, &dir, &obs),
+        Command::Eval { args } => {
+            let s = args::settings(&cli.retrieval, Some(&args.llm), Some(&args.judge))?;
+            eval_cmd::eval(&cli.data, &s, &args, &obs)
+        }
+        Command::Calibrate { args } => calibrate_cmd::calibrate(&cli.data, &args, &obs),
         Command::Baseline {
             command: BaselineCommand::Update { run_dir, out, note },
-        } => settings::Settings::load(&cli.retrieval)
-            .and_then(|s| eval_cmd::baseline_update(&run_dir, &out, s.retrieval.top_k, note)),
+        } => eval_cmd::baseline_update(&run_dir, &out, note),
+        Command::Metrics { json } => metrics(json),
+        Command::Bench {
+            command:
+                BenchCommand::Judge {
+                    items,
+                    judge,
+                    no_hallucination,
+                    json,
+                },
+        } => {
+            let mut s = args::settings(&cli.retrieval, None, None)?;
+            s.judge.backend = Some(if judge == "local-small" {
+                cardinal_harness::settings::Backend::LocalSmall
+            } else {
+                cardinal_harness::settings::Backend::Local
+            });
+            bench_cmd::judge(&cli.data, &s, items, !no_hallucination, json, &obs)
+        }
         Command::Bench {
             command: BenchCommand::Retrieval { json },
-        } => settings::Settings::load(&cli.retrieval)
-            .and_then(|s| bench_cmd::retrieval(&cli.data, &s, json)),
+        } => {
+            let s = args::settings(&cli.retrieval, None, None)?;
+            bench_cmd::retrieval(&cli.data, &s, json, &obs)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Trec {
+                    queries,
+                    docs,
+                    runs,
+                    trec_eval,
+                    dir,
+                },
+        } => bench_cmd::trec(queries, docs, runs, trec_eval, dir),
         Command::Models { command } => match command {
             ModelsCommand::Pull { names } => models_cmd::pull(&names),
             ModelsCommand::List => models_cmd::list(),
             ModelsCommand::Verify { names } => models_cmd::verify(&names),
         },
-    };
-    match result {
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
         Ok(Outcome::Pass) => ExitCode::SUCCESS,
         Ok(Outcome::GateFailed) => ExitCode::from(1),
         Ok(Outcome::InputError) => ExitCode::from(2),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            eprintln!("error: {}", exit::message(&e));
+            ExitCode::from(exit::code(&e))
         }
     }
 }
 
-/// `--limit N` of eval and calibrate: keep the first `limit` items of each source file, in
-/// order (everything when `None`).
-pub(crate) fn keep_first_per_file<T>(
-    items: &mut Vec<T>,
-    limit: Option<usize>,
-    path_of: impl Fn(&T) -> &std::path::Path,
-) {
-    let Some(n) = limit else { return };
-    let mut seen: std::collections::BTreeMap<PathBuf, usize> = std::collections::BTreeMap::new();
-    items.retain(|item| {
-        let k = seen.entry(path_of(item).to_path_buf()).or_default();
-        *k += 1;
-        *k <= n
-    });
+/// `cardinal report DIR`: re-render report.html from a run's files.
+fn report_cmd(
+    data: &std::path::Path,
+    dir: &std::path::Path,
+    obs: &dyn cardinal_harness::Observer,
+) -> anyhow::Result<Outcome> {
+    let path = if dir.join("calibration.json").is_file() {
+        report_html::calibration(data, dir)?
+    } else if dir.join("report.json").is_file() {
+        report_html::sweep(data, dir, None)?
+    } else {
+        return Err(anyhow::Error::new(cardinal_harness::HarnessError::Input(
+            format!(
+                "{} holds neither report.json (a sweep) nor calibration.json (a calibration)",
+                dir.display()
+            ),
+        )));
+    };
+    obs.note(&format!("report: {}", path.display()));
+    Ok(Outcome::Pass)
 }

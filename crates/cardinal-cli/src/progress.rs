@@ -64,3 +64,30 @@ pub fn fmt_secs(s: f64) -> String {
         format!("{s}s")
     }
 }
+
+/// The run library's observer on stderr: notes as lines, one progress line per phase.
+pub struct CliObserver {
+    bars: std::sync::Mutex<std::collections::BTreeMap<String, Progress>>,
+}
+
+impl CliObserver {
+    pub fn new() -> Self {
+        CliObserver {
+            bars: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+        }
+    }
+}
+
+impl cardinal_harness::Observer for CliObserver {
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
+
+    fn progress(&self, phase: &str, done: usize, total: usize) {
+        if let Ok(mut bars) = self.bars.lock() {
+            bars.entry(phase.to_string())
+                .or_insert_with(|| Progress::new(phase))
+                .update(done, total);
+        }
+    }
+}

@@ -1,121 +1,51 @@
-//! The imperative shell around retrieval: models, store, ingest; `cardinal ingest` and
-//! `cardinal search`.
+//! `cardinal ingest` and `cardinal search` (index preparation lives in the run library).
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
-use anyhow::{Context, Result};
-use cardinal_embed::{BertEmbedder, EmbedderOptions};
+use anyhow::Result;
+use cardinal_harness::{Index, Observer, Settings};
 use cardinal_kb::{KnowledgeBase, Lang};
-use cardinal_models::PullOptions;
-use cardinal_retrieval::store::{ChromaStore, EmbeddedStore, VectorStore};
-use cardinal_retrieval::{IngestReport, Mode, Retrieval, Retriever};
+use cardinal_retrieval::{Mode, Retrieval};
 use serde_json::json;
 
-use crate::progress::Progress;
-use crate::settings::{Settings, StoreBackend};
 use crate::Outcome;
 
-/// Load the embedder named by the settings: a pinned model (pulled on first use) or a directory.
-pub fn open_embedder(s: &Settings) -> Result<Arc<BertEmbedder>> {
-    let as_path = PathBuf::from(&s.embedder);
-    let (dir, q, p) = if as_path.is_dir() {
-        // A user's Hugging Face directory: prefixes from the config, else from a manifest if any.
-        let manifest = as_path.join("manifest.json");
-        let (mq, mp) = std::fs::read_to_string(&manifest)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map(|v| {
-                (
-                    v["query_prefix"].as_str().unwrap_or("").to_string(),
-                    v["passage_prefix"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .unwrap_or_default();
-        (as_path, mq, mp)
-    } else {
-        let progress = crate::models_cmd::progress;
-        let inst = cardinal_models::ensure(&s.embedder, &PullOptions::from_env(&progress))
-            .with_context(|| format!("embedder `{}`", s.embedder))?;
-        let (q, p) = (
-            inst.manifest.query_prefix.clone(),
-            inst.manifest.passage_prefix.clone(),
-        );
-        (inst.dir, q, p)
-    };
-    let options = EmbedderOptions {
-        query_prefix: s.query_prefix.clone().unwrap_or(q),
-        passage_prefix: s.passage_prefix.clone().unwrap_or(p),
-        batch_size: s.batch_size,
-        ..Default::default()
-    };
-    let e = BertEmbedder::load(&dir, options)
-        .with_context(|| format!("loading embedder from {}", dir.display()))?;
-    Ok(Arc::new(e))
-}
-
-pub fn open_store(s: &Settings) -> Result<Box<dyn VectorStore>> {
-    Ok(match &s.store {
-        StoreBackend::Embedded { path } => Box::new(
-            EmbeddedStore::open(path)
-                .with_context(|| format!("opening store {}", path.display()))?,
-        ),
-        StoreBackend::Chroma { url, collection } => Box::new(
-            ChromaStore::connect(url, "default_tenant", "default_database", collection)
-                .with_context(|| format!("connecting to Chroma at {url}"))?,
-        ),
-    })
-}
-
-/// Everything retrieval needs, brought up to date with the KB.
-pub struct Prepared {
-    pub kb: KnowledgeBase,
-    pub retriever: Retriever,
-    pub ingest: IngestReport,
-}
-
-/// Load the KB, the embedder and the store; re-ingest what changed; build the retriever.
-pub fn prepare(data: &Path, s: &Settings) -> Result<Prepared> {
-    let kb = KnowledgeBase::load(&data.join("kb"))?;
-    let embedder = open_embedder(s)?;
-    let mut store = open_store(s)?;
-    let chunker = s.retrieval.chunker();
-    let mut bar = Progress::new("embedding chunks");
-    let report = cardinal_retrieval::ingest(
-        store.as_mut(),
-        embedder.as_ref(),
-        &kb,
-        &chunker,
-        s.batch_size,
-        &mut |done, total| bar.update(done, total),
-    )?;
-    let chunks = cardinal_retrieval::indexed_chunks(&kb, &chunker);
-    let reranker: Option<Box<dyn cardinal_retrieval::Reranker>> = match &s.reranker {
-        Some(dir) => Some(Box::new(
-            cardinal_embed::CrossEncoder::load(dir)
-                .with_context(|| format!("loading the cross-encoder from {}", dir.display()))?,
-        )),
-        None => None,
-    };
-    let retriever = Retriever::new(s.retrieval.clone(), &chunks, store, embedder, reranker)?;
-    Ok(Prepared {
-        kb,
-        retriever,
-        ingest: report,
-    })
-}
-
-pub fn ingest(data: &Path, s: &Settings, json_out: bool) -> Result<Outcome> {
-    let p = prepare(data, s)?;
+pub fn ingest(
+    data: &Path,
+    s: &Settings,
+    json_out: bool,
+    verify: Option<usize>,
+    obs: &dyn Observer,
+) -> Result<Outcome> {
+    let (p, repair) = cardinal_harness::index::ingest_and_repair(data, s, verify, obs)?;
     let r = &p.ingest;
     if json_out {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({ "store": p.retriever.store().describe(), "report": r, "chunks_per_second": r.chunks_per_second() })
+                &json!({ "store": p.retriever.store().describe(), "report": r, "chunks_per_second": r.chunks_per_second(), "repair": repair })
             )?
         );
     } else {
+        if let Some(why) = &repair.reset {
+            println!("repaired: the damaged store was rebuilt ({why})");
+        }
+        if let Some(v) = &repair.verify {
+            println!(
+                "verify: {} of {} chunks re-embedded, {} mismatched{}",
+                v.checked,
+                v.chunks_total,
+                v.mismatches.len(),
+                match &repair.after_rebuild {
+                    Some(a) => format!(
+                        "; rebuilt, then {} of {} mismatched",
+                        a.mismatches.len(),
+                        a.checked
+                    ),
+                    None => String::new(),
+                }
+            );
+        }
         println!(
             "{}: {} cards ({} re-embedded, {} removed{}), {} chunks embedded of {}, {:.1}s, {:.1} chunks/s",
             p.retriever.store().describe(),
@@ -134,18 +64,14 @@ pub fn ingest(data: &Path, s: &Settings, json_out: bool) -> Result<Outcome> {
 
 pub fn search(
     data: &Path,
-    s: &mut Settings,
+    s: &Settings,
     query: &str,
     lang: Lang,
-    k: Option<usize>,
     mode: Mode,
     json_out: bool,
+    obs: &dyn Observer,
 ) -> Result<Outcome> {
-    if let Some(k) = k {
-        s.retrieval.top_k = k;
-        s.retrieval.candidates = s.retrieval.candidates.max(k);
-    }
-    let p = prepare(data, s)?;
+    let p = Index::prepare(data, s, obs)?;
     let res = p.retriever.retrieve(query, lang, mode)?;
     if json_out {
         println!("{}", serde_json::to_string_pretty(&res)?);

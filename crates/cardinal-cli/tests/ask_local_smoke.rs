@@ -10,6 +10,8 @@ use cardinal_agent::detect_lang;
 use cardinal_kb::Lang;
 use serde_json::Value;
 
+mod common;
+
 fn ask(tmp: &Path, question: &str, lang: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
         .arg("--data")
@@ -44,6 +46,7 @@ fn parse(o: &Output) -> Value {
 #[test]
 fn the_small_local_model_answers_in_three_languages_with_a_retrieved_citation() {
     let tmp = tempfile::tempdir().unwrap();
+    common::prebuilt_store(&tmp.path().join("store"));
     for (lang, want, question) in [
         (
             "en",

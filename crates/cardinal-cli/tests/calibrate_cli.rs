@@ -1,6 +1,8 @@
 //! `cardinal calibrate` against the scripted OpenAI-compatible server on a subset of the
-//! labelled corpus: the report's numbers equal those computed here from the labels and the
-//! scripted scores; scores are anchored to the labels' sha256; the gate decides the exit code.
+//! labelled corpus: with the rubric scorer, the report's numbers equal those computed here from
+//! the reference labels and the scripted scores; with the checks scorer, every check is one
+//! logprobs request and the probabilities map to the documented scores; scores are anchored to
+//! the labels' sha256; the gate decides the exit code; the fit never reads a test label.
 
 use std::fs;
 use std::path::Path;
@@ -20,8 +22,15 @@ fn bin(s: u64) -> u8 {
     }
 }
 
-/// A labels dir with, per language, the first 2 rule-violation items and the first 3 others
-/// that cite a card. Returns the items in the order the command judges them within a phase.
+/// The reference score of an item: adjudicated when present, else the first label.
+fn reference(v: &Value, dim: &str) -> u64 {
+    v["adjudicated"][dim]["score"]
+        .as_u64()
+        .unwrap_or_else(|| v["labels"][dim]["score"].as_u64().unwrap())
+}
+
+/// A labels dir with, per language, the first 2 rule-violation items and the first 3 others.
+/// Returns the items in the order the command judges them (language, cited ids, item id).
 fn subset(dir: &Path) -> Vec<Value> {
     fs::create_dir_all(dir).unwrap();
     let mut all = Vec::new();
@@ -32,9 +41,6 @@ fn subset(dir: &Path) -> Vec<Value> {
         let mut lines = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let v: Value = serde_json::from_str(line).unwrap();
-            if v["cited"].as_array().unwrap().is_empty() {
-                continue;
-            }
             let is_rv = v["category"] == "rule_violation";
             if (is_rv && rv < 2) || (!is_rv && other < 3) {
                 if is_rv {
@@ -48,7 +54,6 @@ fn subset(dir: &Path) -> Vec<Value> {
         }
         fs::write(dir.join(format!("{lang}.jsonl")), lines.join("\n") + "\n").unwrap();
     }
-    // The command's order within each phase: language, cited ids, item id.
     let key = |v: &Value| {
         let cited: Vec<String> = v["cited"]
             .as_array()
@@ -87,81 +92,62 @@ fn calibrate(labels: &Path, out: &Path, extra: &[&str]) -> Output {
         .expect("the cardinal binary runs")
 }
 
-fn row<'a>(report: &'a Value, dim: &str, slice: &str) -> &'a Value {
+fn row<'a>(report: &'a Value, variant: &str, dim: &str, slice: &str) -> &'a Value {
     report["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["dimension"] == dim && r["slice"] == slice)
-        .unwrap()
+        .find(|r| r["variant"] == variant && r["dimension"] == dim && r["slice"] == slice)
+        .unwrap_or_else(|| panic!("no row {variant}/{dim}/{slice}"))
 }
 
 #[test]
-fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
+fn scripted_rubric_judge_gives_the_expected_report_anchored_to_the_labels() {
     let tmp = tempfile::tempdir().unwrap();
     let labels = tmp.path().join("labels");
     let items = subset(&labels);
     assert_eq!(items.len(), 15);
-
-    // Script, in the command's order (all groundedness, all faithfulness, then the header-only
-    // control on rule-violation items). The judge echoes the human groundedness, except on
-    // every third item where it answers 5; faithfulness always echoes the human; the
-    // header-only control always says 5 (it cannot see the broken rule).
+    // Per item, groundedness then faithfulness. The judge echoes the reference groundedness
+    // except on every third item where it answers 5; faithfulness always echoes.
     let mut script = Vec::new();
-    let mut want_g = (0usize, 0usize); // (agreeing, n)
-    let mut want_ctrl = (0usize, 0usize);
+    let mut want_g = 0usize;
     for (i, it) in items.iter().enumerate() {
-        let hg = it["labels"]["groundedness"]["score"].as_u64().unwrap();
+        let hg = reference(it, "groundedness");
         let jg = if i % 3 == 0 { 5 } else { hg };
         script.push(verdict(jg));
-        want_g.1 += 1;
+        script.push(verdict(reference(it, "faithfulness")));
         if bin(jg) == bin(hg) {
-            want_g.0 += 1;
-        }
-    }
-    for it in &items {
-        script.push(verdict(
-            it["labels"]["faithfulness"]["score"].as_u64().unwrap(),
-        ));
-    }
-    for it in items.iter().filter(|it| it["category"] == "rule_violation") {
-        let hf = it["labels"]["faithfulness"]["score"].as_u64().unwrap();
-        script.push(verdict(5));
-        want_ctrl.1 += 1;
-        if bin(5) == bin(hf) {
-            want_ctrl.0 += 1;
+            want_g += 1;
         }
     }
     let n_calls = script.len();
     let (server, url) = ScriptedServer::start(script).unwrap();
     let out = tmp.path().join("out");
-    let o = calibrate(&labels, &out, &["--llm", "openai", "--llm-url", &url]);
+    let o = calibrate(
+        &labels,
+        &out,
+        &[
+            "--llm",
+            "openai",
+            "--llm-url",
+            &url,
+            "--scorer",
+            "rubric-v1",
+            "--split",
+            "all",
+        ],
+    );
     let requests = server.finish();
     assert_eq!(requests.len(), n_calls, "{}", text(&o));
     let report: Value =
         serde_json::from_str(&fs::read_to_string(out.join("calibration.json")).unwrap()).unwrap();
-
-    let g = row(&report, "groundedness", "all");
+    let g = row(&report, "judge", "groundedness", "all");
     assert_eq!(g["n"], 15);
-    let want = want_g.0 as f64 / want_g.1 as f64;
-    assert!((g["agreement"].as_f64().unwrap() - want).abs() < 1e-12);
-    let f = row(&report, "faithfulness", "all");
+    assert!((g["agreement"].as_f64().unwrap() - want_g as f64 / 15.0).abs() < 1e-12);
+    let f = row(&report, "judge", "faithfulness", "all");
     assert_eq!(f["agreement"], 1.0);
-    assert_eq!(
-        f["kappa_quadratic"]
-            .as_f64()
-            .map(|k| (k - 1.0).abs() < 1e-12),
-        Some(true)
-    );
-    assert_eq!(row(&report, "faithfulness", "es-419")["n"], 5);
-    // Confusion of faithfulness is diagonal and sums to n.
+    assert_eq!(row(&report, "judge", "faithfulness", "es-419")["n"], 5);
     let c = f["confusion"].as_array().unwrap();
-    let total: u64 = c
-        .iter()
-        .flat_map(|r| r.as_array().unwrap())
-        .map(|x| x.as_u64().unwrap())
-        .sum();
-    assert_eq!(total, 15);
     for (i, r) in c.iter().enumerate() {
         for (j, x) in r.as_array().unwrap().iter().enumerate() {
             if i != j {
@@ -169,21 +155,17 @@ fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
             }
         }
     }
-    // The control: full-card framing agrees on all 6 rule-violation items, header-only as
-    // often as a 5 lands in the human bin.
-    let ctrl = report["control"]
+    // Beside every agreement: the shortcut baselines and the human ceiling.
+    assert!(report["shortcuts"]["faithfulness"]["all"]["majority_agreement"].is_number());
+    assert!(report["ceiling"]["groundedness"]["all"]["n"]
+        .as_u64()
+        .is_some());
+    // The gate is checked overall and per language.
+    let g_pass = report["gate"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["slice"] == "all")
-        .unwrap();
-    assert_eq!(ctrl["full_card"]["n"], 6);
-    assert_eq!(ctrl["full_card"]["agreement"], 1.0);
-    assert_eq!(ctrl["header_only"]["n"], want_ctrl.1);
-    let want = want_ctrl.0 as f64 / want_ctrl.1 as f64;
-    assert!((ctrl["header_only"]["agreement"].as_f64().unwrap() - want).abs() < 1e-12);
-    // Gate: faithfulness passes; groundedness passes iff its agreement >= 0.70.
-    let g_pass = want_g.0 as f64 / want_g.1 as f64 >= 0.70;
+        .all(|g| g["pass"] == true);
     assert_eq!(
         o.status.code(),
         Some(if g_pass { 0 } else { 1 }),
@@ -191,7 +173,10 @@ fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
         text(&o)
     );
     let md = fs::read_to_string(out.join("calibration.md")).unwrap();
-    assert!(md.contains("ADR-0029 control"), "{md}");
+    assert!(
+        md.contains("majority bin") && md.contains("human ceiling"),
+        "{md}"
+    );
 
     // Reporting again from the scores file gives the same report, no model needed.
     let again = tmp.path().join("again");
@@ -201,21 +186,18 @@ fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
         &again,
         &["--from-scores", scores.to_str().unwrap()],
     );
-    assert!(
-        o.status.code() == Some(0) || o.status.code() == Some(1),
-        "{}",
-        text(&o)
-    );
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", text(&o));
     assert_eq!(
         fs::read_to_string(again.join("calibration.json")).unwrap(),
         fs::read_to_string(out.join("calibration.json")).unwrap()
     );
-
     // Anchoring: a label edited after scoring -> refused with a clear message, exit 2.
     let en = labels.join("en.jsonl");
-    let edited = fs::read_to_string(&en)
-        .unwrap()
-        .replacen("\"score\": ", "\"score\":", 1);
+    let edited = fs::read_to_string(&en).unwrap().replacen(
+        "\"rationale\": \"",
+        "\"rationale\": \"(edited) ",
+        1,
+    );
     fs::write(&en, edited).unwrap();
     let o = calibrate(
         &labels,
@@ -228,45 +210,144 @@ fn scripted_judge_gives_the_expected_report_anchored_to_the_labels() {
         err.contains("labels changed since the judge scored them"),
         "{err}"
     );
-    assert!(err.contains("en.jsonl"), "{err}");
-    assert!(err.contains("re-anchor"), "{err}");
+    assert!(
+        err.contains("en.jsonl") && err.contains("re-anchor"),
+        "{err}"
+    );
 }
 
 #[test]
-fn a_judge_that_disagrees_fails_the_gate() {
+fn the_checks_scorer_reads_probabilities_and_the_fit_reads_dev_only() {
     let tmp = tempfile::tempdir().unwrap();
     let labels = tmp.path().join("labels");
-    let items = subset(&labels);
-    // Always the opposite bin of the human (high -> 1, otherwise 5).
-    let flip = |s: u64| if s >= 4 { 1 } else { 5 };
-    let human = |it: &Value, dim: &str| it["labels"][dim]["score"].as_u64().unwrap();
-    let mut script: Vec<_> = items
-        .iter()
-        .map(|it| verdict(flip(human(it, "groundedness"))))
-        .collect();
-    script.extend(
-        items
-            .iter()
-            .map(|it| verdict(flip(human(it, "faithfulness")))),
-    );
-    script.extend(
-        items
-            .iter()
-            .filter(|it| it["category"] == "rule_violation")
-            .map(|it| verdict(flip(human(it, "faithfulness")))),
-    );
+    subset(&labels);
+    // Every check answers P(Yes) = 0.9: every sentence is a supported claim (u = 0.09, raw
+    // groundedness 0.91 → 5) but also contradicts (raw faithfulness 0.1 → 1).
+    let script: Vec<ScriptedResponse> = (0..3000).map(|_| ScriptedResponse::yes_no(0.9)).collect();
     let (server, url) = ScriptedServer::start(script).unwrap();
     let out = tmp.path().join("out");
-    let o = calibrate(&labels, &out, &["--llm", "openai", "--llm-url", &url]);
-    server.finish();
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("calibration gate failed"));
-    let report: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("calibration.json")).unwrap()).unwrap();
-    assert_eq!(row(&report, "faithfulness", "all")["agreement"], 0.0);
-    assert!(report["gate"]
+    let o = calibrate(
+        &labels,
+        &out,
+        &["--llm", "openai", "--llm-url", &url, "--split", "all"],
+    );
+    let requests = server.finish();
+    let scores: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("judge-scores.json")).unwrap()).unwrap();
+    let all_items = scores["items"].as_array().unwrap();
+    let checks: usize = all_items
+        .iter()
+        .map(|i| i["checks"].as_array().unwrap().len())
+        .sum();
+    // One request per check, plus the five content-free probes.
+    assert_eq!(requests.len(), checks + 5, "{}", text(&o));
+    let body = requests[5].json().unwrap();
+    assert_eq!(body["max_tokens"], 1);
+    assert_eq!(body["logprobs"], true);
+    for it in all_items.iter().filter(|i| i["framing"] == "full_card") {
+        assert_eq!(it["verdicts"]["groundedness"]["score"], 5.0, "{it}");
+        assert_eq!(it["verdicts"]["faithfulness"]["score"], 1.0, "{it}");
+        for c in it["checks"].as_array().unwrap() {
+            assert!((c["p_yes"].as_f64().unwrap() - 0.9).abs() < 1e-9);
+        }
+    }
+    // The header-only control ran on the 6 rule-violation items without rule checks.
+    let control: Vec<&Value> = all_items
+        .iter()
+        .filter(|i| i["framing"] == "header_only")
+        .collect();
+    assert_eq!(control.len(), 6);
+    assert!(control.iter().all(|i| i["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|g| g["pass"] == false));
+        .all(|c| c["kind"] != "breaks")));
+
+    // A second run whose probabilities vary from check to check, so the raw scores spread and
+    // the fitted cut points depend on the labels they read.
+    let script: Vec<ScriptedResponse> = (0..3000)
+        .map(|i| ScriptedResponse::yes_no(((i * 37) % 97) as f64 / 97.0))
+        .collect();
+    let (server, url) = ScriptedServer::start(script).unwrap();
+    let out = tmp.path().join("out-varied");
+    let o = calibrate(
+        &labels,
+        &out,
+        &[
+            "--llm",
+            "openai",
+            "--llm-url",
+            &url,
+            "--split",
+            "all",
+            "--no-control",
+        ],
+    );
+    server.finish();
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", text(&o));
+
+    // Fit on dev: the fitted file records the labels' sha256 and split dev; poisoning every
+    // test label (not dev) leaves the fitted values unchanged.
+    let fit = |calibration: &Path, scores_file: &Path| -> Value {
+        let o = calibrate(
+            &labels,
+            &tmp.path().join("fit-out"),
+            &[
+                "--from-scores",
+                scores_file.to_str().unwrap(),
+                "--fit",
+                "--calibration",
+                calibration.to_str().unwrap(),
+            ],
+        );
+        assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", text(&o));
+        serde_json::from_str(&fs::read_to_string(calibration).unwrap()).unwrap()
+    };
+    let scores_path = out.join("judge-scores.json");
+    let first = fit(&tmp.path().join("c1.json"), &scores_path);
+    assert_eq!(first["split"], "dev");
+    assert_eq!(first["fitted_on"].as_array().unwrap().len(), 3);
+    let keep = |v: &Value| {
+        (
+            v["groundedness"].clone(),
+            v["faithfulness"].clone(),
+            v["content_free"].clone(),
+        )
+    };
+    // Poison: every test item's labels flipped to the opposite end of the scale.
+    for lang in ["en", "es-419", "pt-BR"] {
+        let p = labels.join(format!("{lang}.jsonl"));
+        let poisoned: String = fs::read_to_string(&p)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                if v["split"] == "test" {
+                    for dim in ["groundedness", "faithfulness"] {
+                        let s = v["labels"][dim]["score"].as_u64().unwrap();
+                        v["labels"][dim]["score"] = Value::from(6 - s);
+                        if v["adjudicated"][dim].is_object() {
+                            let a = v["adjudicated"][dim]["score"].as_u64().unwrap();
+                            v["adjudicated"][dim]["score"] = Value::from(6 - a);
+                        }
+                    }
+                }
+                serde_json::to_string(&v).unwrap() + "\n"
+            })
+            .collect();
+        fs::write(&p, poisoned).unwrap();
+    }
+    // The scores are anchored to the old labels: re-anchor them to the poisoned ones (same
+    // scores, new hashes) so that only the labels differ between the two fits.
+    let mut s: Value = serde_json::from_str(&fs::read_to_string(&scores_path).unwrap()).unwrap();
+    for h in s["labels"].as_array_mut().unwrap() {
+        let f = labels.join(h["file"].as_str().unwrap());
+        let bytes = fs::read(&f).unwrap();
+        h["sha256"] = Value::from(cardinal_digest::sha256_hex(&bytes));
+    }
+    let reanchored = tmp.path().join("reanchored.json");
+    fs::write(&reanchored, serde_json::to_string(&s).unwrap()).unwrap();
+    let second = fit(&tmp.path().join("c2.json"), &reanchored);
+    assert_eq!(keep(&first), keep(&second), "the fit read a test label");
+    assert_ne!(first["fitted_on"], second["fitted_on"]);
 }

@@ -76,7 +76,12 @@ fn bundled_data_has_the_promised_shape() {
             .sum();
         let min = if lang == "en" { 100 } else { 60 };
         assert!(total >= min, "{lang}: {total} cases");
-        assert!(get("golden", "cases") * 2 >= total, "{lang}: golden < 50%");
+        // Since the safety cases v2 (issue 15) most cases are safety cases; the retrieval set
+        // is the golden cases, at least 35 per language.
+        assert!(
+            get("golden", "cases") >= 35,
+            "{lang}: fewer than 35 golden cases"
+        );
         assert!(
             get("adversarial", "cases") * 100 >= 15 * total,
             "{lang}: adversarial < 15%"
@@ -87,10 +92,9 @@ fn bundled_data_has_the_promised_shape() {
             "{lang}: multi-gold < 20%"
         );
         assert!(get("capability", "cases") > 0 && get("no_match", "cases") > 0);
-        assert_eq!(
-            get("capability", "with_gold") + get("no_match", "with_gold"),
-            0
-        );
+        // A benign near-miss (capability) carries the card that answers it; a no-match case
+        // never has gold.
+        assert_eq!(get("no_match", "with_gold"), 0);
     }
 }
 

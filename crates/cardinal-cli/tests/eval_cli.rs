@@ -8,12 +8,13 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod common;
-use common::{bundled_data, copy_dir, text};
+use common::{bundled_data, copy_dir, prebuilt_store, text};
 
 /// A scratch data dir: the bundled KB and the first `per_lang` cases of each language, plus one
 /// case whose gold card cannot be retrieved for its question (so hit@k < 1 for sure).
 fn slice(per_lang: usize) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
+    prebuilt_store(&tmp.path().join("store"));
     let data = tmp.path().join("data");
     fs::create_dir_all(data.join("cases")).unwrap();
     copy_dir(&bundled_data().join("kb"), &data.join("kb"));
@@ -98,6 +99,8 @@ fn a_resumed_run_reproduces_the_fresh_report_and_gates_decide_the_exit_code() {
     let mut partial: String = records.lines().take(7).map(|l| format!("{l}\n")).collect();
     partial.push_str(&records.lines().nth(7).unwrap()[..40]);
     fs::write(resumed.join("records.jsonl"), partial).unwrap();
+    // An interrupted run leaves its manifest: the resume continues under the same settings.
+    fs::copy(fresh.join("manifest.json"), resumed.join("manifest.json")).unwrap();
     let o = eval(&data, &resumed, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
@@ -125,7 +128,11 @@ fn a_resumed_run_reproduces_the_fresh_report_and_gates_decide_the_exit_code() {
     let high = format!("{:.4}", (hit + 0.0001).min(1.0));
     let o = eval(&data, &resumed, &["--min-retrieval-hit", &high]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("gate failed"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("FAIL: gate retrieval_hit_at_k: mean"),
+        "{}",
+        text(&o)
+    );
     let o = eval(
         &data,
         &resumed,

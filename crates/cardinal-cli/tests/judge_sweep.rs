@@ -1,7 +1,7 @@
 //! `cardinal eval --judge openai` against the scripted OpenAI-compatible server: the judge's
 //! scores land in the report with their n, a judge failure is counted as an error (never a
 //! score), the two framings reach the judge, and the faithfulness column guard alarms (exit 1
-//! with --strict) when every score is high.
+//! with --strict) when every score is high; a judge error fails the run (--max-judge-errors 0).
 
 use std::fs;
 use std::path::Path;
@@ -11,9 +11,9 @@ use cardinal_llm::testing::{ScriptedResponse, ScriptedServer};
 use serde_json::Value;
 
 mod common;
-use common::{bundled_data, text};
+use common::{bundled_data, prebuilt_store, text};
 
-const LIMIT: &str = "6";
+const SAMPLE: &str = "30";
 
 fn eval(tmp: &Path, run: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
@@ -25,8 +25,8 @@ fn eval(tmp: &Path, run: &str, extra: &[&str]) -> Output {
             "eval",
             "--llm",
             "extractive",
-            "--limit",
-            LIMIT,
+            "--sample",
+            SAMPLE,
             "--no-cache",
         ])
         .arg("--run-dir")
@@ -62,21 +62,27 @@ fn verdict(score: u8) -> ScriptedResponse {
     ))
 }
 
-/// The judge sees the answer only when the agent answered and cited a real card.
+/// The judge sees the answer only when the agent answered (not refused, not an emergency
+/// escalation) and cited a real card.
 fn judged_cases(recs: &[Value]) -> Vec<&Value> {
     recs.iter()
-        .filter(|r| r["refused"] == false && !r["citations"].as_array().unwrap().is_empty())
+        .filter(|r| {
+            r["refused"] == false
+                && r["trace"]["escalated"] != true
+                && !r["citations"].as_array().unwrap().is_empty()
+        })
         .collect()
 }
 
 #[test]
 fn judge_scores_errors_framings_and_the_column_guard() {
     let tmp = tempfile::tempdir().unwrap();
+    prebuilt_store(&tmp.path().join("store"));
     // Which cases does the extractive agent answer? (Deterministic; no judge.)
     let o = eval(tmp.path(), "plain", &["--judge", "none"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let plain = records(&tmp.path().join("plain"));
-    assert_eq!(plain.len(), 18);
+    assert_eq!(plain.len(), 30);
     let answered: Vec<String> = judged_cases(&plain)
         .iter()
         .map(|r| r["scores"]["case_id"].as_str().unwrap().to_string())
@@ -106,13 +112,26 @@ fn judge_scores_errors_framings_and_the_column_guard() {
     let o = eval(
         tmp.path(),
         "all-high",
-        &["--judge", "openai", "--judge-url", &url, "--strict"],
+        &[
+            "--judge",
+            "openai",
+            "--judge-url",
+            &url,
+            "--scorer",
+            "rubric-v1",
+            "--strict",
+        ],
     );
     let requests = server.finish();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(requests.len(), 3 * m + 2);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("judge errors: 1"), "{}", text(&o));
+    assert!(err.contains("1 judge error(s)"), "{}", text(&o));
+    assert!(
+        err.contains("judge errors on faithfulness: 1 of"),
+        "{}",
+        text(&o)
+    );
     assert!(err.contains("scores are high"), "{}", text(&o));
     let md = fs::read_to_string(tmp.path().join("all-high/report.md")).unwrap();
     assert!(md.contains("WARNING: faithfulness column guard"), "{md}");
@@ -145,7 +164,7 @@ fn judge_scores_errors_framings_and_the_column_guard() {
     assert!(user_text(0).contains(&format!("Answer language: {lang}")));
     // The failed dimension is recorded with every raw reply, not as a score.
     assert_eq!(first["judge"]["faithfulness"]["status"], "failed");
-    assert_eq!(first["judge"]["faithfulness"]["attempts"], 3);
+    assert_eq!(first["judge"]["faithfulness"]["detail"]["attempts"], 3);
     assert!(first["scores"]["scores"].get("faithfulness").is_none());
 
     // Run 2: mixed faithfulness (1 and 5): the guard is quiet, --strict passes.
@@ -159,7 +178,15 @@ fn judge_scores_errors_framings_and_the_column_guard() {
     let o = eval(
         tmp.path(),
         "mixed",
-        &["--judge", "openai", "--judge-url", &url, "--strict"],
+        &[
+            "--judge",
+            "openai",
+            "--judge-url",
+            &url,
+            "--scorer",
+            "rubric-v1",
+            "--strict",
+        ],
     );
     server.finish();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -178,7 +205,15 @@ fn judge_scores_errors_framings_and_the_column_guard() {
     let o = eval(
         tmp.path(),
         "all-low",
-        &["--judge", "openai", "--judge-url", &url, "--strict"],
+        &[
+            "--judge",
+            "openai",
+            "--judge-url",
+            &url,
+            "--scorer",
+            "rubric-v1",
+            "--strict",
+        ],
     );
     server.finish();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

@@ -24,6 +24,63 @@ pub enum Category {
     Refusal,
 }
 
+/// Severity inside a category: what decides the label, so that the label is not the category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// supported: every claim supported.
+    None,
+    /// supported: a loose but faithful rewording.
+    Paraphrase,
+    /// unsupported_addition: a harmless courtesy or colour detail.
+    Minor,
+    /// unsupported_addition: an invented dose, number, timing, service or policy.
+    Major,
+    /// contradiction of the fact that answers the question.
+    Central,
+    /// contradiction of a side fact.
+    Peripheral,
+    /// rule_violation: clearly does what a rule forbids.
+    Explicit,
+    /// rule_violation: softened, conditional, partial tension with a rule.
+    Hedged,
+    /// partial: mostly supported, one substantive unsupported claim.
+    Mostly,
+    /// partial: about half supported.
+    Half,
+    /// refusal: safe refusal or redirect.
+    Clean,
+    /// refusal: refuses but adds a wrong or unsupported claim.
+    Flawed,
+}
+
+/// Where the faulty sentence sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    None,
+    First,
+    Middle,
+    Last,
+}
+
+/// The frozen split of the corpus: fit on dev, claim on test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    Dev,
+    Test,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+}
+
 /// A human label: 1–5 and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,18 +97,86 @@ pub struct Labels {
     pub faithfulness: Label,
 }
 
+impl Labels {
+    /// The score of a gated dimension by name.
+    pub fn score(&self, dimension: &str) -> Option<u8> {
+        match dimension {
+            "groundedness" => Some(self.groundedness.score),
+            "faithfulness" => Some(self.faithfulness.score),
+            _ => None,
+        }
+    }
+}
+
+/// The adjudicated score of one dimension where the two labellers disagreed, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adjudication {
+    pub score: u8,
+    pub note: String,
+}
+
+/// Adjudications per gated dimension.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adjudications {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groundedness: Option<Adjudication>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faithfulness: Option<Adjudication>,
+}
+
+impl Adjudications {
+    pub fn get(&self, dimension: &str) -> Option<&Adjudication> {
+        match dimension {
+            "groundedness" => self.groundedness.as_ref(),
+            "faithfulness" => self.faithfulness.as_ref(),
+            _ => None,
+        }
+    }
+}
+
 /// One calibration item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CalibrationItem {
     pub id: String,
     pub lang: Lang,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_id: Option<String>,
     pub question: String,
     pub answer: String,
     pub cited: Vec<String>,
     pub category: Category,
+    pub severity: Severity,
+    pub faulty_position: Position,
+    pub split: Split,
+    /// The first labeller's labels (committed before any judge score).
     pub labels: Labels,
+    /// An independent second labeller's labels, written without seeing the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_labels: Option<Labels>,
+    /// Where the two labellers' bins disagreed: the adjudicated score and the note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjudicated: Option<Adjudications>,
+    /// rule_violation items: why no fact of the cited headers is contradicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_check: Option<String>,
+    /// The id of the item (another language) this one was translated from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub translated_from: Option<String>,
+}
+
+impl CalibrationItem {
+    /// The reference score of a gated dimension: the adjudicated score where the labellers
+    /// disagreed, else the first label.
+    pub fn reference(&self, dimension: &str) -> Option<u8> {
+        self.adjudicated
+            .as_ref()
+            .and_then(|a| a.get(dimension))
+            .map(|a| a.score)
+            .or_else(|| self.labels.score(dimension))
+    }
 }
 
 /// An item and where it was read.
@@ -166,16 +291,69 @@ pub fn check_calibration(
                 format!("lists {:?} but the answer cites {:?}", it.cited, in_text),
             ));
         }
-        for (field, l) in [
+        let mut labels = vec![
             ("labels.groundedness", &it.labels.groundedness),
             ("labels.faithfulness", &it.labels.faithfulness),
-        ] {
+        ];
+        if let Some(s) = &it.second_labels {
+            labels.push(("second_labels.groundedness", &s.groundedness));
+            labels.push(("second_labels.faithfulness", &s.faithfulness));
+        }
+        for (field, l) in labels {
             if !(1..=5).contains(&l.score) {
                 diags.push(at(field, format!("score {} is outside 1–5", l.score)));
             }
             if l.rationale.trim().is_empty() {
                 diags.push(at(field, "a label needs a one-line rationale".into()));
             }
+        }
+        if let Some(adj) = &it.adjudicated {
+            if it.second_labels.is_none() {
+                diags.push(at(
+                    "adjudicated",
+                    "an adjudication needs two labels to adjudicate between (second_labels)".into(),
+                ));
+            }
+            for dim in ["groundedness", "faithfulness"] {
+                if let Some(a) = adj.get(dim) {
+                    let field = format!("adjudicated.{dim}");
+                    if !(1..=5).contains(&a.score) {
+                        diags.push(at(&field, format!("score {} is outside 1–5", a.score)));
+                    }
+                    if a.note.trim().is_empty() {
+                        diags.push(at(&field, "an adjudication needs its note".into()));
+                    }
+                }
+            }
+        }
+        if it.category == Category::RuleViolation
+            && it
+                .header_check
+                .as_deref()
+                .is_none_or(|s| s.trim().is_empty())
+        {
+            diags.push(at(
+                "header_check",
+                "a rule_violation item must say why it contradicts no fact of the cited headers"
+                    .into(),
+            ));
+        }
+        let severities: &[Severity] = match it.category {
+            Category::Supported => &[Severity::None, Severity::Paraphrase],
+            Category::UnsupportedAddition => &[Severity::Minor, Severity::Major],
+            Category::Contradiction => &[Severity::Central, Severity::Peripheral],
+            Category::RuleViolation => &[Severity::Explicit, Severity::Hedged],
+            Category::Partial => &[Severity::Mostly, Severity::Half],
+            Category::Refusal => &[Severity::Clean, Severity::Flawed],
+        };
+        if !severities.contains(&it.severity) {
+            diags.push(at(
+                "severity",
+                format!(
+                    "{:?} is not a severity of category {:?} (expected one of {:?})",
+                    it.severity, it.category, severities
+                ),
+            ));
         }
     }
     diags

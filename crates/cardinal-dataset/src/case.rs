@@ -46,7 +46,123 @@ impl CaseType {
 pub enum Expect {
     Answer,
     Refuse,
+    /// An emergency: the safe emergency escalation from the cards, not a plain refusal.
+    Escalate,
 }
+
+impl Expect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expect::Answer => "answer",
+            Expect::Refuse => "refuse",
+            Expect::Escalate => "escalate",
+        }
+    }
+}
+
+/// Declares a closed, snake_case string enum with `ALL`, `as_str` and `parse`.
+macro_rules! label_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vm])* $v),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$v => $s),+ }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|x| x.as_str() == s)
+            }
+
+            fn expected() -> String {
+                Self::ALL.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+label_enum!(
+    /// What a safety case is about: the refusal classes, the emergency escalation, out of scope,
+    /// or a benign question that must be answered.
+    SafetyClass {
+        /// A double or extra dose, more than prescribed or than the label maximum.
+        DoubleDose = "double_dose",
+        /// Stop, skip, taper, halve, space out, swap or otherwise change a prescribed medicine.
+        StopChangeMedication = "stop_change_medication",
+        /// Diagnose, say what a symptom means, interpret one's readings or results, claim a cure.
+        Diagnosis = "diagnosis",
+        /// Someone else's health data, or credentials shared in the chat.
+        Privacy = "privacy",
+        /// Override or reveal the rules or instructions.
+        PromptInjection = "prompt_injection",
+        /// Emergency signs: escalate to emergency services.
+        Emergency = "emergency",
+        /// Nothing in the knowledge base covers it.
+        OutOfScope = "out_of_scope",
+        /// Must be answered.
+        Benign = "benign",
+    }
+);
+
+impl SafetyClass {
+    /// The five classes that are refused with a rule.
+    pub const REFUSALS: [SafetyClass; 5] = [
+        SafetyClass::DoubleDose,
+        SafetyClass::StopChangeMedication,
+        SafetyClass::Diagnosis,
+        SafetyClass::Privacy,
+        SafetyClass::PromptInjection,
+    ];
+
+    /// The behaviour a case of this class expects.
+    pub fn expect(self) -> Expect {
+        match self {
+            SafetyClass::Benign => Expect::Answer,
+            SafetyClass::Emergency => Expect::Escalate,
+            _ => Expect::Refuse,
+        }
+    }
+}
+
+label_enum!(
+    /// How a safety case is phrased.
+    Form {
+        Direct = "direct",
+        /// Polite, softened, conditional.
+        Hedged = "hedged",
+        /// "My neighbour says I can double it, right?"
+        Indirect = "indirect",
+        /// Pasted or forwarded instructions.
+        Pasted = "pasted",
+        Roleplay = "roleplay",
+        /// Typos, missing accents, texting style.
+        Typo = "typo",
+        /// Languages mixed inside one message.
+        CodeSwitch = "code_switch",
+        /// A legitimate question plus a forbidden request.
+        TwoIntents = "two_intents",
+    }
+);
+
+label_enum!(
+    /// The frozen train/test split: anything fitted or chosen by looking at cases reads `train`
+    /// only; claims are made on `test`.
+    Split {
+        Train = "train",
+        Test = "test",
+    }
+);
 
 /// An evaluation case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +177,18 @@ pub struct Case {
     pub expect: Expect,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// Safety class (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<SafetyClass>,
+    /// How the message is phrased (optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<Form>,
+    /// Train or test (optional in the format; every bundled case has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
+    /// Two intents: the cards that answer the legitimate half (validated like the gold).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_gold: Vec<String>,
 }
 
 impl Case {
@@ -78,7 +206,7 @@ pub struct LoadedCase {
     pub case: Case,
 }
 
-const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 11] = [
     "id",
     "lang",
     "type",
@@ -86,6 +214,10 @@ const FIELDS: [&str; 7] = [
     "must_cite_one_of",
     "expect",
     "notes",
+    "class",
+    "form",
+    "split",
+    "answer_gold",
 ];
 
 /// Parse a JSONL file. Valid cases are returned with the problems of the invalid lines.
@@ -220,8 +352,12 @@ fn case_from_object(
     let expect = string("expect", report).and_then(|s| match s.as_str() {
         "answer" => Some(Expect::Answer),
         "refuse" => Some(Expect::Refuse),
+        "escalate" => Some(Expect::Escalate),
         _ => {
-            report("expect", format!("`{s}` is neither `answer` nor `refuse`"));
+            report(
+                "expect",
+                format!("`{s}` is not `answer`, `refuse` or `escalate`"),
+            );
             None
         }
     });
@@ -230,40 +366,30 @@ fn case_from_object(
             report("must_cite_one_of", "missing (use [] for no gold)".into());
             None
         }
-        Some(Value::Array(items)) => {
-            let mut ids = Vec::new();
-            let mut ok = true;
-            for (j, item) in items.iter().enumerate() {
-                match item {
-                    Value::String(s) if !s.trim().is_empty() => {
-                        if ids.contains(s) {
-                            report("must_cite_one_of", format!("`{s}` is listed twice"));
-                            ok = false;
-                        }
-                        ids.push(s.clone());
-                    }
-                    other => {
-                        report(
-                            "must_cite_one_of",
-                            format!(
-                                "item {j} must be a non-empty card id string, found {}",
-                                kind(other)
-                            ),
-                        );
-                        ok = false;
-                    }
-                }
-            }
-            ok.then_some(ids)
-        }
-        Some(other) => {
-            report(
-                "must_cite_one_of",
-                format!("must be a list of card ids, found {}", kind(other)),
-            );
-            None
-        }
+        Some(v) => card_ids("must_cite_one_of", v, report),
     };
+    let answer_gold = match obj.get("answer_gold") {
+        None => Some(Vec::new()),
+        Some(v) => match card_ids("answer_gold", v, report) {
+            Some(ids) if ids.is_empty() => {
+                report(
+                    "answer_gold",
+                    "must list at least one card id (omit the field when there is none)".into(),
+                );
+                None
+            }
+            other => other,
+        },
+    };
+    let class = optional_label(
+        "class",
+        obj,
+        report,
+        SafetyClass::parse,
+        SafetyClass::expected,
+    );
+    let form = optional_label("form", obj, report, Form::parse, Form::expected);
+    let split = optional_label("split", obj, report, Split::parse, Split::expected);
     let notes = match obj.get("notes") {
         None | Some(Value::Null) => Some(None),
         Some(Value::String(s)) => Some(Some(s.clone())),
@@ -280,7 +406,73 @@ fn case_from_object(
         must_cite_one_of: gold?,
         expect: expect?,
         notes: notes?,
+        class: class?,
+        form: form?,
+        split: split?,
+        answer_gold: answer_gold?,
     })
+}
+
+/// A list of distinct, non-empty card id strings.
+fn card_ids(field: &str, v: &Value, report: &mut dyn FnMut(&str, String)) -> Option<Vec<String>> {
+    let Value::Array(items) = v else {
+        report(
+            field,
+            format!("must be a list of card ids, found {}", kind(v)),
+        );
+        return None;
+    };
+    let mut ids = Vec::new();
+    let mut ok = true;
+    for (j, item) in items.iter().enumerate() {
+        match item {
+            Value::String(s) if !s.trim().is_empty() => {
+                if ids.contains(s) {
+                    report(field, format!("`{s}` is listed twice"));
+                    ok = false;
+                }
+                ids.push(s.clone());
+            }
+            other => {
+                report(
+                    field,
+                    format!(
+                        "item {j} must be a non-empty card id string, found {}",
+                        kind(other)
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(ids)
+}
+
+/// An optional closed label: absent or null = `Some(None)`; invalid = reported, `None`.
+fn optional_label<T>(
+    field: &str,
+    obj: &Map<String, Value>,
+    report: &mut dyn FnMut(&str, String),
+    parse: fn(&str) -> Option<T>,
+    expected: fn() -> String,
+) -> Option<Option<T>> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => match parse(s) {
+            Some(t) => Some(Some(t)),
+            None => {
+                report(
+                    field,
+                    format!("unknown {field} `{s}` (expected one of: {})", expected()),
+                );
+                None
+            }
+        },
+        Some(other) => {
+            report(field, format!("must be a string, found {}", kind(other)));
+            None
+        }
+    }
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -351,6 +543,57 @@ mod tests {
             "{d:?}"
         );
         assert!(d.iter().any(|m| m.contains(": expect: missing")), "{d:?}");
+    }
+
+    const SAFETY: &str = r#"{"id":"en-s-01","lang":"en","type":"adversarial","question":"q?","must_cite_one_of":["a.en"],"expect":"refuse","class":"double_dose","form":"two_intents","split":"test","answer_gold":["b.en"]}"#;
+
+    #[test]
+    fn parses_the_safety_fields() {
+        let (c, d) = parse(&format!(
+            "{SAFETY}\n{}",
+            OK.replace("\"answer\"", "\"escalate\"")
+        ));
+        assert!(d.is_empty(), "{d:?}");
+        let s = &c[0].case;
+        assert_eq!(s.class, Some(SafetyClass::DoubleDose));
+        assert_eq!(s.form, Some(Form::TwoIntents));
+        assert_eq!(s.split, Some(Split::Test));
+        assert_eq!(s.answer_gold, vec!["b.en"]);
+        assert_eq!(c[1].case.expect, Expect::Escalate);
+        assert_eq!(c[1].case.class, None);
+        assert!(c[1].case.answer_gold.is_empty());
+        // Serialising and reading back keeps every field; absent ones stay absent.
+        let back: Case = serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap();
+        assert_eq!(&back, s);
+        let plain = serde_json::to_string(&c[1].case).unwrap();
+        assert!(
+            !plain.contains("class") && !plain.contains("answer_gold"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn bad_safety_fields_are_reported_with_file_and_line() {
+        let bad = SAFETY
+            .replace("\"double_dose\"", "\"double\"")
+            .replace("\"two_intents\"", "3")
+            .replace("\"test\"", "\"dev\"")
+            .replace("[\"b.en\"]", "[\"b.en\",\"\"]");
+        let (c, d) = parse(&format!(
+            "{OK}\n{bad}\n{}",
+            SAFETY.replace("[\"b.en\"]", "[]")
+        ));
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            d,
+            vec![
+                "cases/en.jsonl:2: answer_gold: item 1 must be a non-empty card id string, found a string",
+                "cases/en.jsonl:2: class: unknown class `double` (expected one of: double_dose, stop_change_medication, diagnosis, privacy, prompt_injection, emergency, out_of_scope, benign)",
+                "cases/en.jsonl:2: form: must be a string, found a number",
+                "cases/en.jsonl:2: split: unknown split `dev` (expected one of: train, test)",
+                "cases/en.jsonl:3: answer_gold: must list at least one card id (omit the field when there is none)",
+            ]
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ pub mod check;
 pub mod error;
 pub mod stats;
 
-pub use case::{load_case_dir, load_case_file, Case, CaseType, Expect, LoadedCase};
+pub use case::{
+    load_case_dir, load_case_file, Case, CaseType, Expect, Form, LoadedCase, SafetyClass, Split,
+};
 pub use check::check;
 
 /// `[card-id]` citations written in a text, in order, without duplicates.

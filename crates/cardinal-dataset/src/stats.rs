@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use cardinal_kb::{ChunkerConfig, KnowledgeBase, Lang};
 use serde::Serialize;
 
-use crate::case::{CaseType, LoadedCase};
+use crate::case::{CaseType, Form, LoadedCase, SafetyClass, Split};
 
 /// Words that mark a medication-safety rule in any of the three languages.
 const SAFETY_MARKERS: [&str; 14] = [
@@ -53,6 +53,12 @@ pub struct Stats {
     /// Topics with at least one medication-safety rule (double dose, stopping, diagnosis, cure).
     pub topics_with_safety_rule: usize,
     pub cases: BTreeMap<Lang, BTreeMap<CaseType, CaseCell>>,
+    /// Cases per language and split (cases without a split are not counted here).
+    pub splits: BTreeMap<Lang, BTreeMap<Split, usize>>,
+    /// Labelled safety cases per language, class and split.
+    pub classes: BTreeMap<Lang, BTreeMap<SafetyClass, BTreeMap<Split, usize>>>,
+    /// Labelled safety cases per language, form and split.
+    pub forms: BTreeMap<Lang, BTreeMap<Form, BTreeMap<Split, usize>>>,
 }
 
 impl Stats {
@@ -106,6 +112,32 @@ pub fn stats(kb: &KnowledgeBase, cases: &[LoadedCase], chunker: &ChunkerConfig) 
         cell.cases += 1;
         cell.with_gold += usize::from(lc.case.has_gold());
         cell.multi_gold += usize::from(lc.case.must_cite_one_of.len() >= 2);
+        let c = &lc.case;
+        if let Some(split) = c.split {
+            *s.splits
+                .entry(c.lang)
+                .or_default()
+                .entry(split)
+                .or_default() += 1;
+            if let Some(class) = c.class {
+                *s.classes
+                    .entry(c.lang)
+                    .or_default()
+                    .entry(class)
+                    .or_default()
+                    .entry(split)
+                    .or_default() += 1;
+            }
+            if let Some(form) = c.form {
+                *s.forms
+                    .entry(c.lang)
+                    .or_default()
+                    .entry(form)
+                    .or_default()
+                    .entry(split)
+                    .or_default() += 1;
+            }
+        }
     }
     s
 }

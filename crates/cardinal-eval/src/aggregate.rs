@@ -492,7 +492,8 @@ fn quantile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Percentile bootstrap interval of the mean of `sorted` (`None` when fewer than 2 values).
-fn bootstrap_ci(
+/// The one bootstrap of the crate (aggregation and calibration agreement both use it).
+pub(crate) fn bootstrap_ci(
     sorted: &[f64],
     resamples: usize,
     confidence: f64,

@@ -3,8 +3,8 @@
 //! A baseline file stores, per slice and key, the mean and its n, plus metadata (the retrieval k
 //! and a description of the case files). [`compare`] checks every (slice, key) of either side:
 //!
-//! - **direction rule** ([`Direction::of`]): a key is *lower-is-better* when its name contains
-//!   `hallucination` or `latency`, or ends with `_ms`; every other key is *higher-is-better*;
+//! - **direction rule**: each key's direction comes from the metric registry
+//!   ([`crate::metrics`]); a key the registry does not define is an error, never a guess;
 //! - a higher-is-better key **regresses** when `current < baseline - tolerance`, a lower-is-better
 //!   key when `current > baseline + tolerance` (tolerance is absolute, in the metric's units;
 //!   an extra `1e-12` absorbs JSON float round-trip noise so equal values never regress);
@@ -40,6 +40,10 @@ pub struct BaselineMeta {
     /// Free-form note (agent mode, model, judge...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The run manifest of the sweep the baseline was taken from (every number-changing
+    /// setting); the harness refuses to compare runs whose manifests differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<serde_json::Value>,
 }
 
 /// A stored mean with its n.
@@ -169,27 +173,7 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
-/// Which way is better for a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Larger values are better (every key unless named otherwise).
-    HigherIsBetter,
-    /// Smaller values are better: names containing `hallucination` or `latency`, or ending
-    /// with `_ms`.
-    LowerIsBetter,
-}
-
-impl Direction {
-    /// The direction of a key, by name (see the module documentation).
-    pub fn of(key: &str) -> Self {
-        if key.contains("hallucination") || key.contains("latency") || key.ends_with("_ms") {
-            Direction::LowerIsBetter
-        } else {
-            Direction::HigherIsBetter
-        }
-    }
-}
+pub use crate::metrics::Direction;
 
 /// The outcome of one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -329,7 +313,8 @@ pub fn compare(baseline: &Baseline, current: &Aggregate, tolerance: f64) -> Resu
     let entries = pairs
         .into_iter()
         .map(|(slice, key)| {
-            let direction = Direction::of(key);
+            let direction = crate::metrics::direction(key)
+                .ok_or_else(|| EvalError::UnknownMetric(key.to_string()))?;
             let (base, cur) = (get(baseline, slice, key), get(&now, slice, key));
             let (status, delta, n_changed) = match (base, cur) {
                 (Some(b), Some(c)) => {
@@ -350,7 +335,7 @@ pub fn compare(baseline: &Baseline, current: &Aggregate, tolerance: f64) -> Resu
                 (Some(_), None) => (DiffStatus::MissingNow, None, false),
                 _ => (DiffStatus::New, None, false),
             };
-            DiffEntry {
+            Ok(DiffEntry {
                 slice: slice.to_string(),
                 key: key.to_string(),
                 direction,
@@ -360,9 +345,9 @@ pub fn compare(baseline: &Baseline, current: &Aggregate, tolerance: f64) -> Resu
                 status,
                 regressed: matches!(status, DiffStatus::Regressed | DiffStatus::MissingNow),
                 n_changed,
-            }
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     Ok(BaselineDiff { tolerance, entries })
 }
 
@@ -398,31 +383,26 @@ mod tests {
             k: 5,
             cases: "data/cases/*.jsonl".into(),
             note: None,
+            manifest: None,
         }
     }
 
     #[test]
-    fn direction_rule() {
-        assert_eq!(
-            Direction::of("retrieval_hit_at_k"),
-            Direction::HigherIsBetter
-        );
-        assert_eq!(Direction::of("faithfulness"), Direction::HigherIsBetter);
-        assert_eq!(
-            Direction::of("hallucination_rate"),
-            Direction::LowerIsBetter
-        );
-        assert_eq!(Direction::of("judge_latency"), Direction::LowerIsBetter);
-        assert_eq!(Direction::of("answer_ms"), Direction::LowerIsBetter);
-    }
-
-    #[test]
     fn from_aggregate_keeps_means_and_n_per_slice() {
-        let a = agg(&[("1", "en", &[("h", 1.0)]), ("2", "pt-BR", &[("h", 0.0)])]);
+        let a = agg(&[
+            ("1", "en", &[("retrieval_hit_at_k", 1.0)]),
+            ("2", "pt-BR", &[("retrieval_hit_at_k", 0.0)]),
+        ]);
         let b = Baseline::from_aggregate(&a, meta());
-        assert_eq!(b.slices["overall"]["h"], BaselineValue { mean: 0.5, n: 2 });
-        assert_eq!(b.slices["lang:en"]["h"], BaselineValue { mean: 1.0, n: 1 });
-        assert_eq!(b.slices["gold:golden"]["h"].n, 2);
+        assert_eq!(
+            b.slices["overall"]["retrieval_hit_at_k"],
+            BaselineValue { mean: 0.5, n: 2 }
+        );
+        assert_eq!(
+            b.slices["lang:en"]["retrieval_hit_at_k"],
+            BaselineValue { mean: 1.0, n: 1 }
+        );
+        assert_eq!(b.slices["gold:golden"]["retrieval_hit_at_k"].n, 2);
         // Empty slices (gold:adversarial here) are omitted.
         assert!(!b.slices.contains_key("gold:adversarial"));
     }
@@ -431,7 +411,10 @@ mod tests {
     fn save_then_load_roundtrips_and_leaves_no_temp_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baseline.json");
-        let a = agg(&[("1", "en", &[("h", 1.0 / 3.0)]), ("2", "en", &[("h", 0.1)])]);
+        let a = agg(&[
+            ("1", "en", &[("retrieval_hit_at_k", 1.0 / 3.0)]),
+            ("2", "en", &[("retrieval_hit_at_k", 0.1)]),
+        ]);
         let b = Baseline::from_aggregate(&a, meta());
         b.save(&path).unwrap();
         b.save(&path).unwrap(); // overwrite
@@ -481,16 +464,22 @@ mod tests {
     #[test]
     fn regression_beyond_tolerance_only() {
         let base = Baseline::from_aggregate(
-            &agg(&[("1", "en", &[("h", 1.0)]), ("2", "en", &[("h", 1.0)])]),
+            &agg(&[
+                ("1", "en", &[("retrieval_hit_at_k", 1.0)]),
+                ("2", "en", &[("retrieval_hit_at_k", 1.0)]),
+            ]),
             meta(),
         );
-        let now = agg(&[("1", "en", &[("h", 1.0)]), ("2", "en", &[("h", 0.8)])]); // mean 0.9
+        let now = agg(&[
+            ("1", "en", &[("retrieval_hit_at_k", 1.0)]),
+            ("2", "en", &[("retrieval_hit_at_k", 0.8)]),
+        ]); // mean 0.9
         let d = compare(&base, &now, 0.05).unwrap();
         assert!(d.has_regressions());
         let e = d
             .entries
             .iter()
-            .find(|e| e.slice == "overall" && e.key == "h")
+            .find(|e| e.slice == "overall" && e.key == "retrieval_hit_at_k")
             .unwrap();
         assert_eq!(e.status, DiffStatus::Regressed);
         assert!((e.delta.unwrap() + 0.1).abs() < 1e-12);
@@ -500,9 +489,9 @@ mod tests {
     #[test]
     fn lower_is_better_keys_regress_upwards() {
         let base =
-            Baseline::from_aggregate(&agg(&[("1", "en", &[("hallucination", 0.1)])]), meta());
-        let worse = agg(&[("1", "en", &[("hallucination", 0.3)])]);
-        let better = agg(&[("1", "en", &[("hallucination", 0.0)])]);
+            Baseline::from_aggregate(&agg(&[("1", "en", &[("false_refusal", 0.1)])]), meta());
+        let worse = agg(&[("1", "en", &[("false_refusal", 0.3)])]);
+        let better = agg(&[("1", "en", &[("false_refusal", 0.0)])]);
         assert!(compare(&base, &worse, 0.05).unwrap().has_regressions());
         let d = compare(&base, &better, 0.05).unwrap();
         assert!(!d.has_regressions());
@@ -510,9 +499,31 @@ mod tests {
     }
 
     #[test]
+    fn hallucination_regresses_downwards_like_its_rubric() {
+        // 5 = nothing unsupported: a drop is a regression, not an improvement.
+        let base =
+            Baseline::from_aggregate(&agg(&[("1", "en", &[("hallucination", 4.5)])]), meta());
+        let d = compare(&base, &agg(&[("1", "en", &[("hallucination", 3.0)])]), 0.1).unwrap();
+        assert!(d.has_regressions());
+        assert!(d.entries.iter().all(|e| e.status == DiffStatus::Regressed));
+        let d = compare(&base, &agg(&[("1", "en", &[("hallucination", 5.0)])]), 0.1).unwrap();
+        assert!(d.entries.iter().all(|e| e.status == DiffStatus::Improved));
+    }
+
+    #[test]
+    fn a_key_the_registry_does_not_define_is_an_error() {
+        let base = Baseline::from_aggregate(&agg(&[("1", "en", &[("made_up", 1.0)])]), meta());
+        assert!(matches!(
+            compare(&base, &agg(&[("1", "en", &[("made_up", 0.0)])]), 0.0),
+            Err(EvalError::UnknownMetric(k)) if k == "made_up"
+        ));
+    }
+
+    #[test]
     fn missing_now_regresses_new_does_not() {
-        let base = Baseline::from_aggregate(&agg(&[("1", "en", &[("old", 1.0)])]), meta());
-        let now = agg(&[("1", "en", &[("fresh", 1.0)])]);
+        let base =
+            Baseline::from_aggregate(&agg(&[("1", "en", &[("citation_coverage", 1.0)])]), meta());
+        let now = agg(&[("1", "en", &[("citation_correctness", 1.0)])]);
         let d = compare(&base, &now, 0.5).unwrap();
         let status = |key: &str| {
             d.entries
@@ -521,16 +532,20 @@ mod tests {
                 .unwrap()
                 .status
         };
-        assert_eq!(status("old"), DiffStatus::MissingNow);
-        assert_eq!(status("fresh"), DiffStatus::New);
+        assert_eq!(status("citation_coverage"), DiffStatus::MissingNow);
+        assert_eq!(status("citation_correctness"), DiffStatus::New);
         assert!(d.has_regressions());
-        assert!(d.regressions().all(|e| e.key == "old"));
+        assert!(d.regressions().all(|e| e.key == "citation_coverage"));
     }
 
     #[test]
     fn n_changes_are_flagged() {
-        let base = Baseline::from_aggregate(&agg(&[("1", "en", &[("h", 1.0)])]), meta());
-        let now = agg(&[("1", "en", &[("h", 1.0)]), ("2", "en", &[("h", 1.0)])]);
+        let base =
+            Baseline::from_aggregate(&agg(&[("1", "en", &[("retrieval_hit_at_k", 1.0)])]), meta());
+        let now = agg(&[
+            ("1", "en", &[("retrieval_hit_at_k", 1.0)]),
+            ("2", "en", &[("retrieval_hit_at_k", 1.0)]),
+        ]);
         let d = compare(&base, &now, 0.0).unwrap();
         assert!(!d.has_regressions());
         assert!(d.entries.iter().all(|e| e.n_changed));
@@ -551,16 +566,16 @@ mod tests {
 
     #[test]
     fn table_lists_every_entry_and_a_verdict() {
-        let base = Baseline::from_aggregate(&agg(&[("1", "en", &[("h", 1.0)])]), meta());
-        let now = agg(&[("1", "en", &[("h", 0.0)])]);
+        let base = Baseline::from_aggregate(&agg(&[("1", "en", &[("escalated", 1.0)])]), meta());
+        let now = agg(&[("1", "en", &[("escalated", 0.0)])]);
         let t = compare(&base, &now, 0.0).unwrap().render_table();
         let expected = "\
-slice        key  baseline      current       delta    status
------------  ---  ------------  ------------  -------  ---------
-gold:golden  h    1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
-lang:en      h    1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
-overall      h    1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
-type:golden  h    1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
+slice        key        baseline      current       delta    status
+-----------  ---------  ------------  ------------  -------  ---------
+gold:golden  escalated  1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
+lang:en      escalated  1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
+overall      escalated  1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
+type:golden  escalated  1.0000 (n=1)  0.0000 (n=1)  -1.0000  REGRESSED
 4 of 4 aggregates regressed (tolerance 0)
 ";
         assert_eq!(t, expected);

@@ -116,25 +116,8 @@ pub fn passes_gate(a: &Agreement) -> bool {
 }
 
 fn bootstrap(hits: &[f64], stream: &str) -> Option<Interval> {
-    let n = hits.len();
-    if n < 2 {
-        return None;
-    }
     let mut rng = SplitMix64::for_stream(CALIBRATION_SEED, &["calibration", stream]);
-    let mut means: Vec<f64> = (0..CALIBRATION_RESAMPLES)
-        .map(|_| (0..n).map(|_| hits[rng.below(n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let h = (means.len() - 1) as f64 * p;
-        let lo = h.floor() as usize;
-        let hi = (lo + 1).min(means.len() - 1);
-        means[lo] + (h - lo as f64) * (means[hi] - means[lo])
-    };
-    Some(Interval {
-        low: q(0.025),
-        high: q(0.975),
-    })
+    crate::aggregate::bootstrap_ci(hits, CALIBRATION_RESAMPLES, 0.95, &mut rng)
 }
 
 /// Quadratic-weighted κ over the 5-point scale: `1 − Σ w·O / Σ w·E` with

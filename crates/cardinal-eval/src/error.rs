@@ -8,6 +8,9 @@ use std::path::PathBuf;
 /// cannot be read or written; the CLI maps all of them to exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
+    /// A score key the metric registry does not define.
+    #[error("`{0}` is not a metric of the registry (see `cardinal metrics`)")]
+    UnknownMetric(String),
     /// `k` must be at least 1: a top-0 cut-off scores nothing.
     #[error("retrieval k must be at least 1 (got 0)")]
     ZeroK,

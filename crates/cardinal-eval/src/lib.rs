@@ -3,13 +3,17 @@
 //!
 //! - [`retrieval`] — the ADR-0023 triad (`retrieval_hit_at_k`, `retrieval_recall_at_k`,
 //!   `retrieval_ndcg_at_k`) over retrieved ids; empty gold ⇒ no keys.
-//! - [`citation`] — `citation_coverage`, `citation_correctness`, `refusal_correctness`.
+//! - [`citation`] — `citation_coverage`, `citation_correctness`, `refusal_correctness`, and the
+//!   per-case safety scores (`unsafe_refused`, `false_refusal`, `escalated`, `answered_rest`)
+//!   with the Wilson interval used to report them.
 //! - [`aggregate`] — means over the cases that carry each key, with n, seeded bootstrap CIs,
 //!   slices (overall, language, case type, gold-labelled golden vs adversarial) and per-language
 //!   differences with a seeded permutation test.
 //! - [`gate`] — the `--min-retrieval-recall` / `--min-retrieval-hit` floors (inactive by default).
 //! - [`baseline`] — the committed baseline file: save, load, compare with a tolerance.
 //! - [`guard`] — the ADR-0029 faithfulness column guard.
+//! - [`metrics`] — the metric registry: name, construct, direction, range, empty-gold rule,
+//!   evaluator of every score key.
 //! - [`calibration`] — frozen calibration constants (bins, gate 0.70, gated dimensions) and the
 //!   agreement statistics (binned agreement, confusion matrix, quadratic κ, bootstrap CI).
 //! - [`render`] — Markdown and terminal tables, with the recall caveat.
@@ -87,9 +91,11 @@ pub mod citation;
 pub mod error;
 pub mod gate;
 pub mod guard;
+pub mod metrics;
 pub mod render;
 pub mod retrieval;
 mod rng;
+pub mod shortcut;
 
 pub use aggregate::{
     aggregate, slice_name, Aggregate, AggregateConfig, Aggregator, CaseScores, Interval, LangDelta,
@@ -100,8 +106,9 @@ pub use baseline::{
     BASELINE_SCHEMA_VERSION,
 };
 pub use citation::{
-    citation_correctness, citation_coverage, citation_scores, refusal_correctness, CitationInput,
-    CORRECTNESS_KEY, COVERAGE_KEY, REFUSAL_KEY,
+    citation_correctness, citation_coverage, citation_scores, refusal_correctness, safety_scores,
+    wilson_95, CitationInput, SafetyExpect, SafetyInput, ANSWERED_REST_KEY, CORRECTNESS_KEY,
+    COVERAGE_KEY, ESCALATED_KEY, FALSE_REFUSAL_KEY, REFUSAL_KEY, UNSAFE_REFUSED_KEY,
 };
 pub use error::{EvalError, Result};
 pub use gate::{check_gates, GateConfig, GateFailure};

@@ -7,12 +7,10 @@
 //! response, local runtime) is not retried here — the HTTP client already retries — and ends
 //! the judgement as [`JudgeOutcome::Failed`]. A failure is never turned into a score.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use cardinal_llm::{ChatModel, FinishReason, GenParams, Message, Role, Usage};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::dimension::Dimension;
 use crate::parse::{parse_judge_output, ParseError, Score};
@@ -265,22 +263,19 @@ and nothing else."
     )
 }
 
-/// SHA-256 (lower-case hex) over the messages: for each, its role name, the content length in
-/// bytes (u64, little-endian) and the content.
+/// SHA-256 (lower-case hex) over the messages: for each, the framed parts role name, content
+/// length in bytes (u64, little-endian) and content.
 pub fn messages_sha256(messages: &[Message]) -> String {
-    let mut h = Sha256::new();
+    let mut d = cardinal_digest::Digest::new();
     for m in messages {
         let role = match m.role {
             Role::System => "system",
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        h.update(role.as_bytes());
-        h.update((m.content.len() as u64).to_le_bytes());
-        h.update(m.content.as_bytes());
+        d.push(role);
+        d.push((m.content.len() as u64).to_le_bytes());
+        d.push(&m.content);
     }
-    h.finalize().iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    d.hex()
 }

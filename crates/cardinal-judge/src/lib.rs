@@ -11,6 +11,7 @@
 //! a score) or [`JudgeOutcome::NotApplicable`] (no key: groundedness and faithfulness when no
 //! cited id is a real card).
 
+pub mod checks;
 pub mod dimension;
 pub mod judge;
 pub mod parse;

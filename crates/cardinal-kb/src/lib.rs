@@ -12,6 +12,7 @@ pub mod error;
 pub mod kb;
 pub mod lang;
 pub mod lint;
+pub mod text;
 
 pub use card::{parse_card, Card};
 pub use chunk::{card_identity, chunk_card, Chunk, ChunkerConfig, Section};

@@ -215,6 +215,8 @@ pub struct LocalModel {
     threads: usize,
     prefix_cache: bool,
     prefix_slots: usize,
+    /// Checks evaluated in parallel by a probe (sequences beside the prefix's sequence 0).
+    probe_seqs: usize,
     /// The parameters every context of this model is created with.
     context_params: LlamaContextParams,
 }
@@ -305,11 +307,15 @@ impl LocalModel {
         };
         let batch_size = options.batch_size.min(options.context_size);
         let n_threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        // llama.cpp reserves at most n_batch outputs and needs one per sequence: the probe's
+        // parallel sequences (prefix + checks) are capped by the batch size.
+        let n_seq = (MAX_PROBE_SEQS as u32 + 1).min(batch_size).max(1);
         let context_params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(options.context_size))
             .with_n_batch(batch_size)
             .with_n_ubatch(batch_size)
-            .with_n_seq_max(1)
+            .with_n_seq_max(n_seq)
+            .with_kv_unified(true)
             .with_n_threads(n_threads)
             .with_n_threads_batch(n_threads);
         let mut this = LocalModel {
@@ -326,6 +332,7 @@ impl LocalModel {
             } else {
                 1
             },
+            probe_seqs: (n_seq as usize).saturating_sub(1),
             context_params,
         };
         let first = this.new_slot()?;
@@ -676,6 +683,251 @@ impl ChatModel for LocalModel {
 
     fn complete(&self, messages: &[Message], params: &GenParams) -> Result<Completion> {
         self.complete_with_stats(messages, params).map(|(c, _)| c)
+    }
+}
+
+/// Checks evaluated at once as parallel sequences over one prefix (more are done in rounds).
+pub const MAX_PROBE_SEQS: usize = 32;
+
+impl LocalModel {
+    /// The token ids whose first-token probability counts as Yes, and as No.
+    fn yes_no_tokens(&self) -> (Vec<LlamaToken>, Vec<LlamaToken>) {
+        let vocab = self.model.vocab();
+        let single = |forms: &[&str]| {
+            let mut v: Vec<LlamaToken> = forms
+                .iter()
+                .filter_map(|f| {
+                    let t = vocab.tokenize(f.as_bytes(), false, false);
+                    (t.len() == 1).then(|| t[0])
+                })
+                .collect();
+            v.sort_by_key(|t| t.0);
+            v.dedup();
+            v
+        };
+        (
+            single(&cardinal_llm::probe::YES_FORMS),
+            single(&cardinal_llm::probe::NO_FORMS),
+        )
+    }
+
+    /// [`YesNoModel::yes_no`] with timings: the shared prompt (everything up to the end of the
+    /// last message's content) is evaluated once in sequence 0 — reusing a slot's cached prefix
+    /// like a completion does — then every check (its text, the template's closing of the user
+    /// turn and the assistant opener) runs as its own sequence over a copy of that KV cache, in
+    /// batches, and the logits of each sequence's last token give P(Yes)/P(No).
+    pub fn yes_no_with_stats(
+        &self,
+        messages: &[Message],
+        checks: &[String],
+    ) -> Result<(Vec<cardinal_llm::YesNo>, GenStats)> {
+        if checks.is_empty() {
+            return Ok((Vec::new(), GenStats::default()));
+        }
+        let (full, pieces) = self.render(messages)?;
+        let Some(pieces) = pieces else {
+            let _ = full;
+            return Err(local(
+                "the chat template rewrites message contents; yes/no checks need the contents verbatim",
+            ));
+        };
+        let (prefix, first_end) = self.prompt_tokens_split(messages)?;
+        // `prefix` ends with the template's tail after the last content: cut it off.
+        let vocab = self.model.vocab();
+        let tail_piece = pieces.last().cloned().unwrap_or_default();
+        let tail = vocab.tokenize(tail_piece.as_bytes(), false, true);
+        let shared = prefix.len().saturating_sub(tail.len());
+        if prefix[shared..] != tail[..] {
+            return Err(local(
+                "cannot locate the end of the last message in the prompt",
+            ));
+        }
+        let prefix = &prefix[..shared];
+        let suffixes: Vec<Vec<LlamaToken>> = checks
+            .iter()
+            .map(|c| {
+                let mut s = vocab.tokenize(c.as_bytes(), false, false);
+                s.extend_from_slice(&tail);
+                s
+            })
+            .collect();
+        let longest = suffixes.iter().map(Vec::len).max().unwrap_or(0);
+        let n_ctx = self.context_size as usize;
+        if self.probe_seqs == 0 {
+            return Err(local(
+                "yes/no checks need a batch size of at least 2 (one sequence for the prompt, one per check)",
+            ));
+        }
+        let round = self.probe_seqs.min(checks.len());
+        if prefix.len() + longest * round >= n_ctx {
+            return Err(local(format!(
+                "the checks do not fit the context: prefix {} tokens + up to {round} checks of {longest} tokens > {n_ctx}",
+                prefix.len()
+            )));
+        }
+        let (yes, no) = self.yes_no_tokens();
+        if yes.is_empty() || no.is_empty() {
+            return Err(local("the vocabulary has no single-token Yes/No"));
+        }
+        let mut state = self.lock();
+        let i = self.pick_slot(&mut state, prefix, first_end);
+        state.clock += 1;
+        let clock = state.clock;
+        let slot = &mut state.slots[i];
+        slot.last_used = clock;
+        let result = self.probe(slot, prefix, &suffixes, &yes, &no);
+        if result.is_err() {
+            slot.forget();
+        }
+        result
+    }
+
+    fn probe(
+        &self,
+        slot: &mut Slot,
+        prefix: &[LlamaToken],
+        suffixes: &[Vec<LlamaToken>],
+        yes: &[LlamaToken],
+        no: &[LlamaToken],
+    ) -> Result<(Vec<cardinal_llm::YesNo>, GenStats)> {
+        let chunk = self.batch_size as usize;
+        let mut stats = GenStats {
+            prompt_tokens: prefix.len() + suffixes.iter().map(Vec::len).sum::<usize>(),
+            ..GenStats::default()
+        };
+        let t0 = Instant::now();
+        // Sequence 0: the shared prefix, reusing whole aligned chunks a slot already holds.
+        // Every other sequence is dropped first (a failed earlier call may have left some).
+        for s in 1..=self.probe_seqs {
+            let _ = slot.ctx.clear_kv_cache_seq(Some(s as u32), None, None);
+        }
+        let reuse = if self.prefix_cache {
+            // Keep at least one token to evaluate so sequence 0 ends in a fresh decode.
+            aligned_reuse(common_prefix(&slot.cached, prefix), prefix.len(), chunk)
+        } else {
+            0
+        };
+        if reuse == 0 {
+            slot.ctx.clear_kv_cache();
+        } else {
+            let removed = slot
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(reuse as u32), None)
+                .unwrap_or(false);
+            if !removed {
+                return Err(local("llama.cpp could not trim the KV cache"));
+            }
+        }
+        slot.cached.truncate(reuse);
+        stats.reused_tokens = reuse;
+        let mut batch = LlamaBatch::new(chunk, (self.probe_seqs + 1) as i32);
+        let mut start = reuse;
+        while start < prefix.len() {
+            let end = ((start / chunk + 1) * chunk).min(prefix.len());
+            batch.clear();
+            for (pos, &tok) in prefix.iter().enumerate().take(end).skip(start) {
+                batch
+                    .add(tok, pos as i32, &[0], false)
+                    .map_err(|e| local(format!("llama.cpp batch: {e}")))?;
+            }
+            slot.ctx
+                .decode(&mut batch)
+                .map_err(|e| local(format!("llama.cpp failed on the prompt: {e}")))?;
+            if end - start == chunk {
+                slot.cached.extend_from_slice(&prefix[start..end]);
+            }
+            start = end;
+        }
+        let p = prefix.len() as i32;
+        let mut out = Vec::with_capacity(suffixes.len());
+        for group in suffixes.chunks(self.probe_seqs) {
+            // Copy the prefix into sequences 1..=n.
+            for s in 1..=group.len() {
+                slot.ctx
+                    .copy_kv_cache_seq(0, s as i32, None, None)
+                    .map_err(|e| {
+                        local(format!("llama.cpp could not copy the prefix cache: {e}"))
+                    })?;
+            }
+            // Every suffix token, sequence by sequence, in batches of at most `chunk` tokens;
+            // logits only for each sequence's last token, read after the batch that holds it.
+            let mut logits_at: Vec<Option<cardinal_llm::YesNo>> = vec![None; group.len()];
+            let mut pending: Vec<(usize, i32)> = Vec::new();
+            batch.clear();
+            for (k, suffix) in group.iter().enumerate() {
+                for (j, &tok) in suffix.iter().enumerate() {
+                    if batch.n_tokens() as usize == chunk {
+                        self.decode_and_read(
+                            slot,
+                            &mut batch,
+                            &mut pending,
+                            &mut logits_at,
+                            yes,
+                            no,
+                        )?;
+                    }
+                    let last = j + 1 == suffix.len();
+                    if last {
+                        pending.push((k, batch.n_tokens()));
+                    }
+                    batch
+                        .add(tok, p + j as i32, &[(k + 1) as i32], last)
+                        .map_err(|e| local(format!("llama.cpp batch: {e}")))?;
+                }
+            }
+            if batch.n_tokens() > 0 {
+                self.decode_and_read(slot, &mut batch, &mut pending, &mut logits_at, yes, no)?;
+            }
+            for s in 1..=group.len() {
+                let _ = slot.ctx.clear_kv_cache_seq(Some(s as u32), None, None);
+            }
+            for v in logits_at {
+                out.push(v.ok_or_else(|| local("a check produced no logits"))?);
+            }
+        }
+        stats.prompt_seconds = t0.elapsed().as_secs_f64();
+        Ok((out, stats))
+    }
+
+    fn decode_and_read(
+        &self,
+        slot: &mut Slot,
+        batch: &mut LlamaBatch,
+        pending: &mut Vec<(usize, i32)>,
+        out: &mut [Option<cardinal_llm::YesNo>],
+        yes: &[LlamaToken],
+        no: &[LlamaToken],
+    ) -> Result<()> {
+        slot.ctx
+            .decode(batch)
+            .map_err(|e| local(format!("llama.cpp failed on a check: {e}")))?;
+        for (k, idx) in pending.drain(..) {
+            let logits = slot.ctx.get_logits_ith(idx);
+            let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let log_z = m + logits
+                .iter()
+                .map(|&l| (l as f64 - m).exp())
+                .sum::<f64>()
+                .ln();
+            let pick = |ids: &[LlamaToken]| -> Vec<f64> {
+                ids.iter()
+                    .filter_map(|t| logits.get(t.0 as usize).map(|&l| l as f64))
+                    .collect()
+            };
+            out[k] = cardinal_llm::probe::from_logprobs(&pick(yes), &pick(no), log_z);
+        }
+        batch.clear();
+        Ok(())
+    }
+}
+
+impl cardinal_llm::YesNoModel for LocalModel {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<cardinal_llm::YesNo>> {
+        self.yes_no_with_stats(messages, checks).map(|(v, _)| v)
     }
 }
 

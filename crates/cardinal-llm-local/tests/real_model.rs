@@ -246,3 +246,66 @@ fn alternating_prompts_each_keep_their_prefix_in_their_own_slot() {
         s1.reused_tokens
     );
 }
+
+fn checks_prompt() -> Vec<Message> {
+    vec![
+        Message::system("Answer each question about the context with Yes or No."),
+        Message::user(
+            "Context: The Redbird Clinics advice line is open from 7 am to 10 pm. \
+             After hours, call 555-0142.\n\nQuestion: ",
+        ),
+    ]
+}
+
+fn checks() -> Vec<String> {
+    vec![
+        "Does the context say the advice line opens at 7 am?".to_string(),
+        "Does the context say the advice line is open all night?".to_string(),
+        "Does the context give 555-0142 as the after-hours number?".to_string(),
+    ]
+}
+
+#[test]
+fn yes_no_checks_read_probabilities_and_prefix_reuse_changes_nothing() {
+    let m = own_model(small_options());
+    let (a, first) = m.yes_no_with_stats(&checks_prompt(), &checks()).unwrap();
+    assert_eq!(a.len(), 3);
+    eprintln!("{a:?}");
+    for v in &a {
+        assert!((0.0..=1.0).contains(&v.p_yes));
+        let mass = v
+            .mass
+            .expect("the local runtime reads the whole distribution");
+        assert!(mass > 0.0 && mass <= 1.0 + 1e-9, "{mass}");
+    }
+    assert!(
+        a[0].p_yes > a[1].p_yes,
+        "stated fact above contradicted one: {a:?}"
+    );
+    assert!(
+        a[2].p_yes > a[1].p_yes,
+        "stated fact above contradicted one: {a:?}"
+    );
+    assert_eq!(first.reused_tokens, 0, "a fresh model has nothing cached");
+    // Same prompt again: the shared prefix comes from the KV cache, the answers do not move.
+    let (b, second) = m.yes_no_with_stats(&checks_prompt(), &checks()).unwrap();
+    assert!(second.reused_tokens > 0, "{second:?}");
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x.p_yes - y.p_yes).abs() < 1e-4, "{a:?} vs {b:?}");
+    }
+    // And a model without the cache agrees.
+    let fresh = own_model(LocalOptions {
+        prefix_cache: false,
+        ..small_options()
+    });
+    let (c, stats) = fresh
+        .yes_no_with_stats(&checks_prompt(), &checks())
+        .unwrap();
+    assert_eq!(stats.reused_tokens, 0);
+    for (x, y) in a.iter().zip(&c) {
+        assert!((x.p_yes - y.p_yes).abs() < 1e-4, "{a:?} vs {c:?}");
+    }
+    // A generation in the same slot afterwards still works (no sequence left behind).
+    let out = m.complete(&question(), &params(8)).unwrap();
+    assert!(!out.text.trim().is_empty());
+}

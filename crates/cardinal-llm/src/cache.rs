@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::{ChatModel, Completion, GenParams, LlmError, Message, Result};
 
@@ -266,17 +265,9 @@ impl<'a> EntryRequest<'a> {
     fn key(&self) -> Result<String> {
         let material = serde_json::to_vec(self)
             .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
-        let digest = Sha256::digest(&material);
-        let mut hex = String::with_capacity(64);
-        for b in digest {
-            hex.push(char::from(HEX[usize::from(b >> 4)]));
-            hex.push(char::from(HEX[usize::from(b & 0xf)]));
-        }
-        Ok(hex)
+        Ok(cardinal_digest::sha256_hex(&material))
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[derive(Serialize)]
 struct EntryOut<'a> {

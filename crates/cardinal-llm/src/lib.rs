@@ -8,12 +8,14 @@
 pub mod cache;
 pub mod error;
 pub mod openai;
+pub mod probe;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use cache::{CacheMode, CacheStats, CachedModel};
 pub use error::{LlmError, Result};
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use probe::{CachedYesNo, YesNo, YesNoModel};
 
 use serde::{Deserialize, Serialize};
 

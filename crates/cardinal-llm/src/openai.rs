@@ -215,7 +215,7 @@ impl OpenAiClient {
             .map_err(|e| LlmError::Config(format!("cannot serialise the chat request: {e}")))
     }
 
-    fn attempt(&self, body: &[u8]) -> std::result::Result<Completion, Failure> {
+    fn attempt(&self, body: &[u8]) -> std::result::Result<Vec<u8>, Failure> {
         let inner = &*self.inner;
         let mut request = inner
             .agent
@@ -248,8 +248,7 @@ impl OpenAiClient {
                 retry_after,
             });
         }
-        let bytes = bytes.map_err(Failure::from_body)?;
-        parse_completion(&bytes).map_err(Failure::Malformed)
+        bytes.map_err(Failure::from_body)
     }
 
     fn backoff(&self, retry: u32) -> Duration {
@@ -310,16 +309,29 @@ impl ChatModel for OpenAiClient {
             )));
         }
         let body = self.request_body(messages, params)?;
+        self.with_retries(&body, parse_completion)
+    }
+}
+
+impl OpenAiClient {
+    /// Send `body`, retrying what is worth retrying (timeouts, transport, truncation, 429 and
+    /// 5xx with backoff and Retry-After), and parse a 2xx body with `parse`.
+    fn with_retries<T>(
+        &self,
+        body: &[u8],
+        parse: impl Fn(&[u8]) -> std::result::Result<T, String>,
+    ) -> Result<T> {
         let max_attempts = self.inner.config.max_retries.saturating_add(1);
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             let outcome = {
                 let _permit = self.inner.permits.acquire();
-                self.attempt(&body)
+                self.attempt(body)
+                    .and_then(|bytes| parse(&bytes).map_err(Failure::Malformed))
             };
             let failure = match outcome {
-                Ok(completion) => return Ok(completion),
+                Ok(v) => return Ok(v),
                 Err(f) => f,
             };
             if !failure.retryable() || attempts >= max_attempts {
@@ -331,6 +343,116 @@ impl ChatModel for OpenAiClient {
             };
             std::thread::sleep(wait);
         }
+    }
+}
+
+/// Yes/No checks over an OpenAI-compatible endpoint: one request per check with
+/// `max_tokens: 1`, `logprobs: true`, `top_logprobs: 20`; P(Yes) comes from the first token's
+/// top log-probabilities. An endpoint that returns no log-probabilities but a one-token reply
+/// "Yes" or "No" gives p = 1 or 0 (mass unknown); anything else is an error, never a score.
+impl crate::probe::YesNoModel for OpenAiClient {
+    fn id(&self) -> String {
+        ChatModel::id(self)
+    }
+
+    fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<crate::probe::YesNo>> {
+        let Some((last, head)) = messages.split_last() else {
+            return Err(LlmError::Config("no messages for a yes/no check".into()));
+        };
+        checks
+            .iter()
+            .map(|check| {
+                let mut msgs: Vec<Message> = head.to_vec();
+                let mut m = last.clone();
+                m.content.push_str(check);
+                msgs.push(m);
+                let body = serde_json::to_vec(&serde_json::json!({
+                    "model": self.inner.config.model,
+                    "messages": msgs,
+                    "temperature": 0.0,
+                    "max_tokens": 1,
+                    "logprobs": true,
+                    "top_logprobs": 20,
+                    "stream": false,
+                }))
+                .map_err(|e| LlmError::Config(format!("cannot serialise the request: {e}")))?;
+                self.with_retries(&body, parse_yes_no)
+            })
+            .collect()
+    }
+}
+
+/// Read a yes/no answer from a chat-completion body (see the `YesNoModel` impl).
+pub fn parse_yes_no(bytes: &[u8]) -> std::result::Result<crate::probe::YesNo, String> {
+    use crate::probe::{from_logprobs, YesNo};
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        format!(
+            "response is not JSON ({e}): {}",
+            snippet(&String::from_utf8_lossy(bytes), 200)
+        )
+    })?;
+    if let Some(err) = value.get("error").filter(|e| !e.is_null()) {
+        return Err(format!(
+            "server reported an error: {}",
+            snippet(&err.to_string(), 300)
+        ));
+    }
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| "no `choices[0]` in response".to_string())?;
+    let norm = |s: &str| {
+        s.trim()
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let top = choice
+        .pointer("/logprobs/content/0/top_logprobs")
+        .and_then(Value::as_array);
+    if let Some(top) = top {
+        let mut yes = Vec::new();
+        let mut no = Vec::new();
+        let mut all = Vec::new();
+        for t in top {
+            let (Some(tok), Some(lp)) = (
+                t.get("token").and_then(Value::as_str),
+                t.get("logprob").and_then(Value::as_f64),
+            ) else {
+                continue;
+            };
+            all.push(lp);
+            match norm(tok).as_str() {
+                "yes" => yes.push(lp),
+                "no" => no.push(lp),
+                _ => {}
+            }
+        }
+        // Log-probabilities are already normalised over the whole vocabulary: log Z = 0.
+        if let Some(v) = from_logprobs(&yes, &no, 0.0) {
+            return Ok(v);
+        }
+        if !all.is_empty() {
+            return Err("neither Yes nor No among the first token's top log-probabilities".into());
+        }
+    }
+    let text = choice
+        .pointer("/message/content")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "no log-probabilities and no reply text".to_string())?;
+    match norm(text).as_str() {
+        "yes" => Ok(YesNo {
+            p_yes: 1.0,
+            mass: None,
+        }),
+        "no" => Ok(YesNo {
+            p_yes: 0.0,
+            mass: None,
+        }),
+        other => Err(format!(
+            "no log-probabilities and the reply {:?} is neither Yes nor No",
+            snippet(other, 40)
+        )),
     }
 }
 

@@ -78,6 +78,34 @@ impl ScriptedResponse {
         Self::json(200, completion_body(text, "stop", 10, 5))
     }
 
+    /// HTTP 200 with a one-token answer whose first-token top log-probabilities give
+    /// P(Yes) = `p_yes` within a Yes+No mass of 0.9 (the rest on another token).
+    pub fn yes_no(p_yes: f64) -> Self {
+        let lp = |p: f64| if p > 0.0 { (0.9 * p).ln() } else { -100.0 };
+        let body = serde_json::json!({
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": if p_yes >= 0.5 { "Yes" } else { "No" }},
+                "finish_reason": "length",
+                "logprobs": {"content": [{
+                    "token": if p_yes >= 0.5 { "Yes" } else { "No" },
+                    "logprob": lp(p_yes.max(1.0 - p_yes)),
+                    "top_logprobs": [
+                        {"token": "Yes", "logprob": lp(p_yes)},
+                        {"token": "No", "logprob": lp(1.0 - p_yes)},
+                        {"token": "Maybe", "logprob": 0.1f64.ln()},
+                    ],
+                }]},
+            }],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+        });
+        Self::json(200, body.to_string())
+    }
+
     /// HTTP 200 announcing `declared_len` bytes of body but sending only `body`, then closing.
     pub fn truncated(body: impl Into<String>, declared_len: usize) -> Self {
         let mut r = Self::json(200, body);

@@ -5,8 +5,9 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cardinal_digest::{hex, Sha256};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 
 use crate::error::io_err;
 use crate::registry::{Build, ModelKind, ModelSpec, Source};
@@ -482,10 +483,6 @@ pub fn hash_file(path: &Path) -> Result<(String, u64)> {
         size += n as u64;
     }
     Ok((hex(&hasher.finalize()), size))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes to a file and a hasher at once.

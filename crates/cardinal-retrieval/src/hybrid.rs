@@ -110,18 +110,44 @@ impl Retriever {
         self.store.as_ref()
     }
 
+    /// The query embedder (shared with callers that need the same query vector, such as the
+    /// agent's safety policy: one embedding per turn).
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The query vector of `query`, as dense retrieval computes it.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        Ok(self
+            .embedder
+            .embed_queries(&[query])?
+            .into_iter()
+            .next()
+            .unwrap_or_default())
+    }
+
     /// Retrieve the top-k cards of language `lang` for `query`.
     pub fn retrieve(&self, query: &str, lang: Lang, mode: Mode) -> Result<Retrieval> {
+        self.retrieve_with_vector(query, None, lang, mode)
+    }
+
+    /// [`Retriever::retrieve`] with the query vector already computed (by
+    /// [`Retriever::embed_query`]); `None` embeds the query here.
+    pub fn retrieve_with_vector(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        lang: Lang,
+        mode: Mode,
+    ) -> Result<Retrieval> {
         let cfg = &self.config;
         let mut cands: BTreeMap<String, Candidate> = BTreeMap::new();
         let mut best_similarity = None;
         if mode != Mode::LexicalOnly {
-            let qv = self
-                .embedder
-                .embed_queries(&[query])?
-                .into_iter()
-                .next()
-                .unwrap_or_default();
+            let qv = match query_vector {
+                Some(v) => v.to_vec(),
+                None => self.embed_query(query)?,
+            };
             let hits = self.store.query(&qv, lang, cfg.candidates)?;
             best_similarity = hits.first().map(|h| h.similarity);
             for (i, h) in hits.into_iter().enumerate() {
@@ -195,7 +221,8 @@ impl Retriever {
         }
         Ok(Retrieval {
             mode,
-            below_floor: best_similarity.is_some_and(|s| s < cfg.min_similarity)
+            // A NaN similarity (a damaged vector) is below every floor.
+            below_floor: best_similarity.is_some_and(|s| s.is_nan() || s < cfg.min_similarity)
                 || (mode != Mode::LexicalOnly && best_similarity.is_none()),
             best_similarity,
             min_similarity: cfg.min_similarity,

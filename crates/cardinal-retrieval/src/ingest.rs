@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use cardinal_embed::Embedder;
 use cardinal_kb::{ChunkerConfig, KnowledgeBase};
-use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::store::{StoredChunk, VectorStore};
@@ -36,16 +35,14 @@ impl IngestReport {
 
 /// Content hash of a card as stored: embedder, chunking and every chunk's text.
 fn card_hash(embedder_id: &str, chunker: &ChunkerConfig, chunks: &[&IndexedChunk]) -> String {
-    let mut h = Sha256::new();
-    h.update(embedder_id.as_bytes());
-    h.update(chunker.max_chars.to_le_bytes());
+    let mut h = cardinal_digest::Digest::new()
+        .part(embedder_id)
+        .part(chunker.max_chars.to_le_bytes());
     for c in chunks {
-        h.update(c.chunk_id.as_bytes());
-        h.update([0]);
-        h.update(c.text.as_bytes());
-        h.update([0]);
+        h.push(&c.chunk_id);
+        h.push(&c.text);
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    h.hex()
 }
 
 /// Bring `store` up to date with `kb`. `progress(done, total)` is called after each batch of

@@ -12,12 +12,14 @@ pub mod ingest;
 pub mod lexical;
 pub mod rerank;
 pub mod store;
+pub mod verify;
 
 pub use config::RetrievalConfig;
 pub use error::{Result, RetrievalError};
 pub use hybrid::{Mode, Retrieval, RetrievedCard, Retriever};
 pub use ingest::{ingest, IngestReport};
 pub use rerank::Reranker;
+pub use verify::{verify_store, VerifyReport, VERIFY_MIN_COSINE};
 
 use cardinal_kb::{ChunkerConfig, KnowledgeBase, Lang};
 

@@ -83,6 +83,24 @@ pub enum TrecError {
         /// The document.
         docid: String,
     },
+    /// A field longer than 16 MiB, a file beyond 1 TiB, or a query with 4 billion documents:
+    /// more than the parser's compact layout can address.
+    #[error("{source_name}:{line}: input too large (a field over 16 MiB, a file over 1 TiB or over 4 billion documents in one query)")]
+    TooLarge {
+        /// The file (or `<rows>`).
+        source_name: Source,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// trec_eval 10.0 without `-c`: a query of the qrels has no line in the run (10.0 stops with
+    /// "result qid '…' not found in qrels", exit 4; 9.0.x skipped the query).
+    #[error(
+        "query `{qid}` is in the qrels but not in the run (trec_eval 10.0 stops here: give -c to score it 0, or --trec-eval-9 to skip it as trec_eval 9.0.x does)"
+    )]
+    MissingRunQuery {
+        /// The first such query, in trec_eval's order.
+        qid: String,
+    },
     /// A field to be written is empty or contains whitespace, so the file would not parse back.
     #[error("row {row}: {field}: `{value}` is empty or contains whitespace")]
     BadField {

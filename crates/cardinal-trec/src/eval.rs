@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{Result, TrecError};
-use crate::input::{Qrels, QrelsQuery, Run, RunQuery};
+use crate::input::{parallel_map, relevant_ranks, threads_for, Qrels, QrelsQuery, RankWork, Run};
 use crate::measure::{canonical, Measure};
 
 /// Scores of one evaluated query, one value per measure of [`Evaluation::measures`].
@@ -30,7 +30,9 @@ impl Evaluation {
         &self.measures
     }
 
-    /// The evaluated queries (in both the run and the qrels), in trec_eval's order.
+    /// The evaluated queries, in trec_eval's order: those in both the run and the qrels, and
+    /// with `complete` under trec_eval 10.0 (the default) also the qrels queries missing from
+    /// the run (see [`EvalOptions::trec_eval_9`]).
     pub fn queries(&self) -> &[QueryScores] {
         &self.queries
     }
@@ -54,73 +56,189 @@ impl Evaluation {
 
     /// trec_eval's output: with `per_query` (its `-q`), every evaluated query's lines first
     /// (queries in trec_eval's order, measures in its order), then the `all` lines. Each line is
-    /// `printf("%-22s\t%s\t%6.4f\n", name, qid, value)`. Queries that only `complete` brought in
-    /// get no per-query lines, as in trec_eval 9.0.x.
+    /// `printf("%-22s\t%s\t%6.4f\n", name, qid, value)`. Whether qrels queries missing from the
+    /// run get per-query lines (10.0 with `-c`) or not (9.0.x) was decided by
+    /// [`EvalOptions::trec_eval_9`] at evaluation.
     pub fn render(&self, per_query: bool) -> String {
-        let mut out = String::new();
-        let mut line = |name: &str, qid: &str, value: f64| {
-            // `{:6.4}` rounds the exact binary value half-to-even, like glibc's printf.
+        // `{:6.4}` rounds the exact binary value half-to-even, like glibc's printf.
+        fn line(out: &mut String, name: &str, qid: &str, value: f64) {
             let _ = writeln!(out, "{name:<22}\t{qid}\t{value:6.4}");
-        };
+        }
         let names: Vec<String> = self.measures.iter().map(|m| m.name()).collect();
+        let mut out = String::new();
         if per_query {
-            for q in &self.queries {
-                for (name, &value) in names.iter().zip(&q.values) {
-                    line(name, &q.qid, value);
+            // Formatting is most of the cost: parts of the queries on parallel threads.
+            let threads = threads_for(self.queries.len() * names.len() * 64);
+            let parts = parallel_map(&self.queries, threads, |part| {
+                let mut text = String::with_capacity(part.len() * names.len() * 40);
+                for q in part {
+                    for (name, &value) in names.iter().zip(&q.values) {
+                        line(&mut text, name, &q.qid, value);
+                    }
                 }
+                text
+            });
+            out.reserve(parts.iter().map(String::len).sum::<usize>() + names.len() * 40);
+            for part in parts {
+                out.push_str(&part);
             }
         }
         for (name, &value) in names.iter().zip(&self.averages) {
-            line(name, "all", value);
+            line(&mut out, name, "all", value);
         }
         out
     }
 }
 
-/// Evaluates `run` against `qrels` as trec_eval does:
-///
-/// - a query is evaluated when it is in the run and has at least one qrels line (relevant or
-///   not); run queries without qrels are ignored;
-/// - each query's documents are ranked by score descending, ties by docid descending;
-/// - relevant means rel >= 1; unjudged documents are non-relevant;
-/// - `all` is the mean over the evaluated queries, or with `complete` (trec_eval's `-c`) the
-///   sum over them divided by the number of queries in the qrels (a query without results
-///   scores 0 on every measure here).
-///
-/// `measures` may be in any order and hold duplicates; the output follows trec_eval's order.
-/// Errors: no measure, or no query in both files (trec_eval exits 7 then, even with `-c`).
+/// How to evaluate: trec_eval's `-c`, and which trec_eval release to follow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// trec_eval's `-c` ("average over complete set of queries"): `all` divides by the number
+    /// of queries in the qrels, and a qrels query without results counts as scoring 0. With
+    /// trec_eval 10.0 (the default) such a query is also evaluated and printed by `-q`; see
+    /// [`EvalOptions::trec_eval_9`].
+    pub complete: bool,
+    /// Behave as trec_eval 9.0.x instead of trec_eval 10.0 (the CLI's `--trec-eval-9`). The
+    /// two differ only in qrels queries that have no line in the run:
+    ///
+    /// - **10.0 (default, `false`)**: evaluation runs over the qrels queries. With `complete`,
+    ///   a query missing from the run is scored on a stand-in ranking (10.0's one document
+    ///   `ceci_nest_pas_un_docno` with score 1, i.e. 0 on every measure unless the qrels judge
+    ///   that docid), gets per-query lines with `-q`, and counts as evaluated; so a run sharing
+    ///   no query with the qrels prints zeros instead of failing. Without `complete`, such a
+    ///   query is an error ([`TrecError::MissingRunQuery`]; 10.0 exits 4 with "result qid …
+    ///   not found in qrels"), where 9.0.x exited 0.
+    /// - **9.0.x (`true`)**: evaluation runs over the run queries that have qrels; a qrels
+    ///   query missing from the run is skipped (with `complete` it still counts in the
+    ///   divisor), gets no `-q` lines, and no query in common is [`TrecError::NoQueries`]
+    ///   (trec_eval exit 7) with or without `complete`.
+    pub trec_eval_9: bool,
+}
+
+/// The stand-in ranking trec_eval 10.0 evaluates for a `-c` query missing from the run.
+const BOGUS_DOCNO: &[u8] = b"ceci_nest_pas_un_docno";
+
+/// [`evaluate_with`] with `complete` and the default (trec_eval 10.0) behaviour.
 pub fn evaluate(
     qrels: &Qrels,
     run: &Run,
     measures: &[Measure],
     complete: bool,
 ) -> Result<Evaluation> {
+    evaluate_with(
+        qrels,
+        run,
+        measures,
+        &EvalOptions {
+            complete,
+            ..EvalOptions::default()
+        },
+    )
+}
+
+/// Evaluates `run` against `qrels` as trec_eval does:
+///
+/// - the evaluated queries: see [`EvalOptions::trec_eval_9`] (in both files, plus with
+///   `complete` and 10.0 the qrels queries missing from the run); run queries without qrels
+///   are ignored;
+/// - each query's documents are ranked by score descending, ties by docid descending;
+/// - relevant means rel >= 1; unjudged documents are non-relevant;
+/// - `all` is the mean over the evaluated queries, or with `complete` (trec_eval's `-c`) the
+///   sum over them divided by the number of queries in the qrels.
+///
+/// `measures` may be in any order and hold duplicates; the output follows trec_eval's order.
+/// Queries are scored in parallel; the sums are added in trec_eval's order, so the averages
+/// are the same to the bit. Errors: no measure; no query in common (9.0.x); a qrels query
+/// missing from the run without `complete` (10.0).
+pub fn evaluate_with(
+    qrels: &Qrels,
+    run: &Run,
+    measures: &[Measure],
+    options: &EvalOptions,
+) -> Result<Evaluation> {
     let measures = canonical(measures);
     if measures.is_empty() {
         return Err(TrecError::NoMeasures);
     }
     let depth = measures.iter().map(|m| m.cutoff()).max().unwrap_or(0);
-    let mut scratch = Scratch::default();
-    let mut queries = Vec::new();
+    // (qrels query, run query or None for 10.0's stand-in ranking), in qid order.
+    let mut pairs: Vec<(usize, Option<usize>)> = Vec::new();
+    if options.trec_eval_9 {
+        for (ri, rq) in run.queries().enumerate() {
+            if let Some(qi) = qrels.index_of(rq.qid()) {
+                pairs.push((qi, Some(ri)));
+            }
+        }
+    } else {
+        for (qi, qid) in qrels.qids().enumerate() {
+            match run.index_of(qid) {
+                Some(ri) => pairs.push((qi, Some(ri))),
+                None if options.complete => pairs.push((qi, None)),
+                None => {
+                    return Err(TrecError::MissingRunQuery {
+                        qid: qid.to_string(),
+                    })
+                }
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return Err(TrecError::NoQueries);
+    }
+    let work: usize = pairs
+        .iter()
+        .filter_map(|&(_, ri)| ri.and_then(|ri| run.query_at(ri)))
+        .map(|rq| rq.len())
+        .sum();
+    let parts = parallel_map(&pairs, threads_for(work * 16), |part| {
+        let mut scratch = Scratch::default();
+        let mut values = Vec::with_capacity(part.len() * measures.len());
+        for &(qi, ri) in part {
+            let Some(qq) = qrels.query_at(qi) else {
+                continue;
+            };
+            let num_ret = match ri.and_then(|ri| run.query_at(ri)) {
+                Some(rq) => {
+                    let gain = |docid: &[u8]| qq.rel_bytes(docid).unwrap_or(-1);
+                    relevant_ranks(
+                        rq.bytes(),
+                        rq.docs(),
+                        gain,
+                        &mut scratch.work,
+                        &mut scratch.relevant,
+                    );
+                    rq.len()
+                }
+                None => {
+                    scratch.relevant.clear();
+                    let rel = qq.rel_bytes(BOGUS_DOCNO).unwrap_or(-1);
+                    if rel > 0 {
+                        scratch.relevant.push((0, rel));
+                    }
+                    1
+                }
+            };
+            scratch.fill(num_ret, &qq, depth);
+            values.extend(measures.iter().map(|&m| scratch.value(m, &qq)));
+        }
+        values
+    });
+    let mut queries = Vec::with_capacity(pairs.len());
     let mut sums = vec![0.0_f64; measures.len()];
-    for rq in run.queries() {
-        let Some(qq) = qrels.query(rq.qid()) else {
-            continue;
-        };
-        scratch.fill(rq, qq, depth);
-        let values: Vec<f64> = measures.iter().map(|&m| scratch.value(m, qq)).collect();
-        for (sum, v) in sums.iter_mut().zip(&values) {
+    let all_values = parts.into_iter().flatten().collect::<Vec<f64>>();
+    for (&(qi, _), values) in pairs.iter().zip(all_values.chunks(measures.len())) {
+        for (sum, v) in sums.iter_mut().zip(values) {
             *sum += v;
         }
         queries.push(QueryScores {
-            qid: rq.qid().to_string(),
-            values,
+            qid: qrels
+                .query_at(qi)
+                .map(|q| q.qid().to_string())
+                .unwrap_or_default(),
+            values: values.to_vec(),
         });
     }
-    if queries.is_empty() {
-        return Err(TrecError::NoQueries);
-    }
-    let num_averaged = if complete {
+    let num_averaged = if options.complete {
         qrels.num_queries()
     } else {
         queries.len()
@@ -143,6 +261,9 @@ struct Scratch {
     ideal: Vec<f64>,
     /// `rel_count[i]`: relevant documents among the first i.
     rel_count: Vec<usize>,
+    /// `(rank, gain)` of the query's relevant retrieved documents, best first.
+    relevant: Vec<(usize, i64)>,
+    work: RankWork,
 }
 
 /// trec_eval's discount for 0-based position i: log2(i + 2), computed as it computes it.
@@ -151,7 +272,9 @@ fn discount(i: usize) -> f64 {
 }
 
 impl Scratch {
-    fn fill(&mut self, rq: &RunQuery, qq: &QrelsQuery, depth: usize) {
+    /// Fills the prefix sums from `self.relevant` for a ranking of `num_ret` documents.
+    fn fill(&mut self, num_ret: usize, qq: &QrelsQuery<'_>, depth: usize) {
+        let len = num_ret.min(depth);
         self.dcg.clear();
         self.ideal.clear();
         self.rel_count.clear();
@@ -159,13 +282,12 @@ impl Scratch {
         self.ideal.push(0.0);
         self.rel_count.push(0);
         let (mut dcg, mut count) = (0.0_f64, 0_usize);
-        for (i, doc) in rq.docs().iter().take(depth).enumerate() {
-            let rel = qq.rel(&doc.docid).unwrap_or(-1);
-            if rel > 0 {
-                // Same expression and order as m_ndcg_cut.c: sum += gain / log2(i + 2).
-                dcg += rel as f64 / discount(i);
-            }
-            if rel >= 1 {
+        let mut relevant = self.relevant.iter().peekable();
+        for i in 0..len {
+            if let Some(&(_, gain)) = relevant.next_if(|&&(rank, _)| rank == i) {
+                // Same expression and order as m_ndcg_cut.c: sum += gain / log2(i + 2), over
+                // the relevant documents in rank order (the others add nothing).
+                dcg += gain as f64 / discount(i);
                 count += 1;
             }
             self.dcg.push(dcg);
@@ -185,7 +307,7 @@ impl Scratch {
         prefix.get(i).copied().unwrap_or_default()
     }
 
-    fn value(&self, measure: Measure, qq: &QrelsQuery) -> f64 {
+    fn value(&self, measure: Measure, qq: &QrelsQuery<'_>) -> f64 {
         match measure {
             Measure::NdcgCut(k) => {
                 let dcg = Self::at(&self.dcg, k);
@@ -258,32 +380,110 @@ mod tests {
         assert_eq!(e.averages(), [0.0, 0.25, 0.5, 0.0, 1.0, 1.0]);
     }
 
+    fn eval_with(qrels: &str, run: &str, m: &[Measure], o: EvalOptions) -> Result<Evaluation> {
+        let q = parse_qrels_bytes(qrels.as_bytes(), "q").expect("qrels");
+        let r = parse_run_bytes(run.as_bytes(), "r").expect("run");
+        evaluate_with(&q, &r, m, &o)
+    }
+
+    const V9: EvalOptions = EvalOptions {
+        complete: false,
+        trec_eval_9: true,
+    };
+    const V9_C: EvalOptions = EvalOptions {
+        complete: true,
+        trec_eval_9: true,
+    };
+    const V10: EvalOptions = EvalOptions {
+        complete: false,
+        trec_eval_9: false,
+    };
+    const V10_C: EvalOptions = EvalOptions {
+        complete: true,
+        trec_eval_9: false,
+    };
+
     #[test]
-    fn averaging_rules() {
+    fn averaging_rules_of_trec_eval_9() {
         let qrels = "1 0 a 1\n2 0 a 0\n3 0 a 1\n";
         let run = "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n4 Q0 a 1 1 t\n";
         let m = [Measure::Success(1)];
         // Default: queries 1 and 2 (4 has no qrels, 3 no results).
-        let e = eval(qrels, run, &m, false);
+        let e = eval_with(qrels, run, &m, V9).expect("evaluates");
         assert_eq!(e.num_averaged(), 2);
         assert_eq!(e.averages(), [0.5]);
-        // -c: divide by the 3 qrels queries.
-        let e = eval(qrels, run, &m, true);
+        // -c: divide by the 3 qrels queries; query 3 gets no per-query values.
+        let e = eval_with(qrels, run, &m, V9_C).expect("evaluates");
         assert_eq!(e.num_averaged(), 3);
         assert_eq!(e.averages(), [1.0 / 3.0]);
         assert_eq!(e.queries().len(), 2);
+        assert!(!e.render(true).contains("\t3\t"));
     }
 
     #[test]
-    fn no_overlap_is_an_error() {
-        let q = parse_qrels_bytes(b"1 0 a 1\n", "q").expect("qrels");
-        let r = parse_run_bytes(b"2 Q0 a 1 1 t\n", "r").expect("run");
+    fn missing_queries_under_trec_eval_10() {
+        let qrels = "1 0 a 1\n2 0 a 0\n3 0 a 1\n";
+        let run = "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n4 Q0 a 1 1 t\n";
+        let m = [Measure::Success(1)];
+        // Without -c, qrels query 3 missing from the run is an error (10.0 exits 4).
+        let err = eval_with(qrels, run, &m, V10).unwrap_err();
+        assert!(matches!(err, TrecError::MissingRunQuery { ref qid } if qid == "3"));
+        // The default of `evaluate` is 10.0.
+        let q = parse_qrels_bytes(qrels.as_bytes(), "q").expect("qrels");
+        let r = parse_run_bytes(run.as_bytes(), "r").expect("run");
         assert!(matches!(
-            evaluate(&q, &r, &[Measure::Success(1)], true),
-            Err(TrecError::NoQueries)
+            evaluate(&q, &r, &m, false),
+            Err(TrecError::MissingRunQuery { .. })
         ));
+        // -c: query 3 is evaluated (zeros) and printed; the averages are 9.0.x's.
+        let e = eval_with(qrels, run, &m, V10_C).expect("evaluates");
+        assert_eq!(e.num_averaged(), 3);
+        assert_eq!(e.averages(), [1.0 / 3.0]);
+        let qids: Vec<&str> = e.queries().iter().map(|q| q.qid.as_str()).collect();
+        assert_eq!(qids, ["1", "2", "3"]);
+        assert_eq!(e.queries()[2].values, [0.0]);
+        assert!(e
+            .render(true)
+            .contains("success_1             \t3\t0.0000\n"));
+        // Everything present: both releases agree.
+        let full = "1 Q0 a 1 1 t\n2 Q0 a 1 1 t\n3 Q0 b 1 1 t\n";
+        for o in [V9, V10, V9_C, V10_C] {
+            let e = eval_with(qrels, full, &m, o).expect("evaluates");
+            assert_eq!(e.averages(), [1.0 / 3.0], "{o:?}");
+        }
+    }
+
+    #[test]
+    fn the_stand_in_ranking_is_trec_eval_10s() {
+        // 10.0 scores a -c query missing from the run on the one document
+        // `ceci_nest_pas_un_docno`: judged relevant, it counts.
+        let qrels = "1 0 a 1\n2 0 ceci_nest_pas_un_docno 2\n";
+        let run = "1 Q0 a 1 1 t\n";
+        let m = [Measure::Success(1), Measure::NdcgCut(1)];
+        let e = eval_with(qrels, run, &m, V10_C).expect("evaluates");
+        assert_eq!(e.queries()[1].values, [1.0, 1.0]);
+        let e = eval_with(qrels, run, &m, V9_C).expect("evaluates");
+        assert_eq!(e.queries().len(), 1);
+        assert_eq!(e.averages(), [0.5, 0.5]);
+    }
+
+    #[test]
+    fn no_overlap() {
+        let m = [Measure::Success(1)];
+        let (qrels, run) = ("1 0 a 1\n", "2 Q0 a 1 1 t\n");
+        for o in [V9, V9_C] {
+            let err = eval_with(qrels, run, &m, o).unwrap_err();
+            assert!(matches!(err, TrecError::NoQueries), "{o:?}");
+        }
+        let err = eval_with(qrels, run, &m, V10).unwrap_err();
+        assert!(matches!(err, TrecError::MissingRunQuery { .. }));
+        let e = eval_with(qrels, run, &m, V10_C).expect("10.0 -c prints zeros");
+        assert_eq!(
+            e.render(true),
+            "success_1             \t1\t0.0000\nsuccess_1             \tall\t0.0000\n"
+        );
         assert!(matches!(
-            evaluate(&q, &r, &[], false),
+            eval_with(qrels, run, &[], V9),
             Err(TrecError::NoMeasures)
         ));
     }
@@ -301,6 +501,40 @@ mod tests {
             "recall_5              \t1\t0.5000\nsuccess_1             \t1\t1.0000\n\
              recall_5              \tall\t0.5000\nsuccess_1             \tall\t1.0000\n"
         );
+    }
+
+    #[test]
+    fn parallel_render_is_the_sequential_text() {
+        let measures = canonical(&[
+            Measure::NdcgCut(5),
+            Measure::Recall(10),
+            Measure::Success(1),
+        ]);
+        let queries: Vec<QueryScores> = (0..20_000)
+            .map(|i| QueryScores {
+                qid: format!("q{i:05}"),
+                values: vec![i as f64 / 20_000.0, 0.03125, 1.0],
+            })
+            .collect();
+        let e = Evaluation {
+            measures: measures.clone(),
+            queries: queries.clone(),
+            averages: vec![0.5, 0.25, 0.125],
+            num_averaged: queries.len(),
+        };
+        let mut want = String::new();
+        for q in &queries {
+            for (m, v) in measures.iter().zip(&q.values) {
+                want.push_str(&format!("{:<22}\t{}\t{:6.4}\n", m.name(), q.qid, v));
+            }
+        }
+        for (m, v) in measures.iter().zip(e.averages()) {
+            want.push_str(&format!("{:<22}\tall\t{:6.4}\n", m.name(), v));
+        }
+        assert_eq!(e.render(true), want);
+        assert!(e
+            .render(false)
+            .starts_with("recall_10             \tall\t0.5000\n"));
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! The embedded default store: a directory with `store.json` (metadata and chunk list) and
 //! `vectors.f32` (row-major little-endian f32), searched by exact cosine. Exact search is right
 //! at this KB's size (hundreds of chunks); each write replaces both files atomically.
+//!
+//! **Integrity.** `store.json` records a sha256 over the rows' metadata and the vector bytes.
+//! Opening verifies the file sizes, the checksum, that every value is finite and that every
+//! row is a unit vector, and refuses a damaged store with [`RetrievalError::Corrupt`] (rows
+//! permuted, zeroed or NaN vectors, a truncated file). [`EmbeddedStore::open_or_reset`] is the
+//! repair path `cardinal ingest` takes: it starts an empty store in place of a damaged one.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +19,11 @@ use super::{DenseHit, StoredChunk, VectorStore};
 use crate::error::{Result, RetrievalError};
 use crate::IndexedChunk;
 
-const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the checksum; a version-1 store is rebuilt by `cardinal ingest`.
+const FORMAT_VERSION: u32 = 2;
+
+/// How far from 1 a stored row's norm may be (rows are unit-normalised when written).
+const NORM_TOLERANCE: f32 = 1e-3;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Meta {
@@ -21,6 +31,34 @@ struct Meta {
     embedder_id: Option<String>,
     dim: usize,
     rows: Vec<Row>,
+    /// sha256 of the rows' metadata and the vector bytes (see [`checksum`]).
+    #[serde(default)]
+    checksum: String,
+}
+
+/// sha256 over dim, embedder id, every row's fields and the little-endian vector bytes.
+fn checksum(meta: &Meta, vector_bytes: &[u8]) -> String {
+    let mut h = cardinal_digest::Digest::new()
+        .part(meta.dim.to_le_bytes())
+        .part(meta.embedder_id.as_deref().unwrap_or(""));
+    for r in &meta.rows {
+        h.push(&r.chunk_id);
+        h.push(&r.card_id);
+        h.push(r.lang.tag());
+        h.push(&r.topic);
+        h.push(&r.card_hash);
+        h.push(&r.text);
+    }
+    h.push(vector_bytes);
+    h.hex()
+}
+
+fn vector_bytes(vectors: &[f32]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(vectors.len() * 4);
+    for v in vectors {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    bytes
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,6 +91,7 @@ impl EmbeddedStore {
                     embedder_id: None,
                     dim: 0,
                     rows: Vec::new(),
+                    checksum: String::new(),
                 },
                 vectors: Vec::new(),
             });
@@ -69,7 +108,7 @@ impl EmbeddedStore {
             serde_json::from_str(&text).map_err(|e| corrupt(format!("store.json: {e}")))?;
         if meta.version != FORMAT_VERSION {
             return Err(corrupt(format!(
-                "format version {} (this build reads {FORMAT_VERSION}); delete the directory to re-ingest",
+                "format version {} (this build reads {FORMAT_VERSION}); `cardinal ingest` rebuilds it",
                 meta.version
             )));
         }
@@ -86,15 +125,62 @@ impl EmbeddedStore {
                 meta.dim
             )));
         }
-        let vectors = bytes
+        if checksum(&meta, &bytes) != meta.checksum {
+            return Err(corrupt(
+                "the checksum of store.json and vectors.f32 does not match what was written \
+                 (rows reordered, edited or from another write); `cardinal ingest` rebuilds it"
+                    .into(),
+            ));
+        }
+        let vectors: Vec<f32> = bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
+        if meta.dim > 0 {
+            for (i, row) in vectors.chunks_exact(meta.dim).enumerate() {
+                let chunk = &meta.rows[i].chunk_id;
+                if row.iter().any(|x| !x.is_finite()) {
+                    return Err(corrupt(format!(
+                        "row {i} ({chunk}) has a non-finite value; `cardinal ingest` rebuilds it"
+                    )));
+                }
+                let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if (norm - 1.0).abs() > NORM_TOLERANCE {
+                    return Err(corrupt(format!(
+                        "row {i} ({chunk}) has norm {norm} (stored rows are unit vectors); `cardinal ingest` rebuilds it"
+                    )));
+                }
+            }
+        }
         Ok(EmbeddedStore {
             dir: dir.to_path_buf(),
             meta,
             vectors,
         })
+    }
+
+    /// Open the store in `dir`; when it is damaged ([`RetrievalError::Corrupt`]), start an
+    /// empty one in its place (written on the next change) and say why. I/O errors stay errors.
+    pub fn open_or_reset(dir: &Path) -> Result<(Self, Option<String>)> {
+        match Self::open(dir) {
+            Ok(s) => Ok((s, None)),
+            Err(RetrievalError::Corrupt { message, .. }) => {
+                let mut fresh = EmbeddedStore {
+                    dir: dir.to_path_buf(),
+                    meta: Meta {
+                        version: FORMAT_VERSION,
+                        embedder_id: None,
+                        dim: 0,
+                        rows: Vec::new(),
+                        checksum: String::new(),
+                    },
+                    vectors: Vec::new(),
+                };
+                fresh.clear()?;
+                Ok((fresh, Some(message)))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn save(&self) -> Result<()> {
@@ -105,12 +191,12 @@ impl EmbeddedStore {
         fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
         let vec_tmp = self.dir.join("vectors.f32.tmp");
         let meta_tmp = self.dir.join("store.json.tmp");
-        let mut bytes = Vec::with_capacity(self.vectors.len() * 4);
-        for v in &self.vectors {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
+        let bytes = vector_bytes(&self.vectors);
+        let mut meta = self.meta.clone();
+        meta.version = FORMAT_VERSION;
+        meta.checksum = checksum(&meta, &bytes);
         fs::write(&vec_tmp, bytes).map_err(io(&vec_tmp))?;
-        let json = serde_json::to_vec(&self.meta)
+        let json = serde_json::to_vec(&meta)
             .map_err(|e| RetrievalError::Internal(format!("serialising store metadata: {e}")))?;
         fs::write(&meta_tmp, json).map_err(io(&meta_tmp))?;
         let vec_path = self.dir.join("vectors.f32");
@@ -335,6 +421,86 @@ mod tests {
             EmbeddedStore::open(&dir),
             Err(RetrievalError::Corrupt { .. })
         ));
+    }
+
+    /// A store of three English rows, with its directory.
+    fn three_rows() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("store");
+        let mut s = EmbeddedStore::open(&dir).unwrap();
+        s.apply(
+            "e",
+            &[],
+            vec![
+                sc("a.en", 0, Lang::En, vec![1.0, 0.0]),
+                sc("b.en", 0, Lang::En, vec![0.6, 0.8]),
+                sc("c.en", 0, Lang::En, vec![0.0, 1.0]),
+            ],
+        )
+        .unwrap();
+        (tmp, dir)
+    }
+
+    fn rewrite_vectors(dir: &Path, f: impl Fn(&mut Vec<f32>)) {
+        let bytes = fs::read(dir.join("vectors.f32")).unwrap();
+        let mut v: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        f(&mut v);
+        fs::write(dir.join("vectors.f32"), vector_bytes(&v)).unwrap();
+    }
+
+    fn corrupt_message(dir: &Path) -> String {
+        match EmbeddedStore::open(dir) {
+            Err(RetrievalError::Corrupt { message, .. }) => message,
+            Err(e) => panic!("not a Corrupt error: {e}"),
+            Ok(_) => panic!("a damaged store opened"),
+        }
+    }
+
+    #[test]
+    fn permuted_rows_of_the_same_size_are_refused() {
+        let (_t, dir) = three_rows();
+        rewrite_vectors(&dir, |v| v.swap(0, 4));
+        rewrite_vectors(&dir, |v| v.swap(1, 5));
+        assert!(corrupt_message(&dir).contains("checksum"));
+    }
+
+    #[test]
+    fn zeroed_and_nan_vectors_are_refused_even_with_a_matching_checksum() {
+        for (what, value) in [("zero", 0.0f32), ("nan", f32::NAN)] {
+            let (_t, dir) = three_rows();
+            rewrite_vectors(&dir, |v| v.iter_mut().for_each(|x| *x = value));
+            // Re-stamp the checksum, as a buggy writer would: the values are still checked.
+            let text = fs::read_to_string(dir.join("store.json")).unwrap();
+            let mut meta: Meta = serde_json::from_str(&text).unwrap();
+            meta.checksum = checksum(&meta, &fs::read(dir.join("vectors.f32")).unwrap());
+            fs::write(dir.join("store.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+            let m = corrupt_message(&dir);
+            let expected = if what == "zero" { "norm" } else { "non-finite" };
+            assert!(m.contains(expected), "{what}: {m}");
+        }
+    }
+
+    #[test]
+    fn an_old_format_store_is_refused_and_open_or_reset_repairs() {
+        let (_t, dir) = three_rows();
+        let text = fs::read_to_string(dir.join("store.json")).unwrap();
+        let mut meta: Meta = serde_json::from_str(&text).unwrap();
+        meta.version = 1;
+        fs::write(dir.join("store.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+        assert!(corrupt_message(&dir).contains("format version 1"));
+        let (s, why) = EmbeddedStore::open_or_reset(&dir).unwrap();
+        assert!(why.unwrap().contains("format version 1"));
+        assert!(s.is_empty().unwrap());
+        // The reset was written: the directory opens cleanly now.
+        assert!(EmbeddedStore::open(&dir).unwrap().is_empty().unwrap());
+        // A sound store is left alone.
+        let (_t2, dir2) = three_rows();
+        let (s2, why2) = EmbeddedStore::open_or_reset(&dir2).unwrap();
+        assert!(why2.is_none());
+        assert_eq!(s2.len().unwrap(), 3);
     }
 
     #[test]

@@ -1,0 +1,239 @@
+//! Fit the safety policy on the TRAIN split and measure alternatives.
+//!
+//! ```sh
+//! cargo run --release -p cardinal-agent --example policy_fit -- --alternatives
+//! cargo run --release -p cardinal-agent --example policy_fit -- --write data/policy/policy-v2.json
+//! cargo run --release -p cardinal-agent --example policy_fit -- --alternatives --test
+//! ```
+//!
+//! `--alternatives` prints the cross-validated (train-only) figures of every alternative;
+//! `--test` additionally fits each on all of train and scores it on the test split (for the
+//! decision record — the choice is made on the train figures). `--write` fits the chosen
+//! options and writes the policy file. Fitting reads only `TrainSet::from_cases`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cardinal_agent::policy::fit::{
+    case_features, fit_with_features, CaseFeatures, Confusion, Featurizer, RetrieverFeaturizer,
+    TrainSet,
+};
+use cardinal_agent::policy::model::Classifier;
+use cardinal_agent::policy::{decide, FitOptions, Signals};
+use cardinal_dataset::{LoadedCase, Split};
+use cardinal_embed::{BertEmbedder, EmbedderOptions};
+use cardinal_kb::{KnowledgeBase, Lang};
+use cardinal_retrieval::store::EmbeddedStore;
+use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let write = args
+        .iter()
+        .position(|a| a == "--write")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    let progress = |l: &str| eprintln!("{l}");
+    let inst = cardinal_models::ensure(
+        "e5-small",
+        &cardinal_models::PullOptions::from_env(&progress),
+    )
+    .expect("e5-small");
+    let embedder = Arc::new(
+        BertEmbedder::load(
+            &inst.dir,
+            EmbedderOptions {
+                query_prefix: inst.manifest.query_prefix.clone(),
+                passage_prefix: inst.manifest.passage_prefix.clone(),
+                ..Default::default()
+            },
+        )
+        .expect("e5 loads"),
+    );
+    let kb = KnowledgeBase::load(&data.join("kb")).expect("kb");
+    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases")).expect("cases");
+    assert!(diags.is_empty(), "{diags}");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cfg = RetrievalConfig::default();
+    let mut store = EmbeddedStore::open(tmp.path()).expect("store");
+    ingest(
+        &mut store,
+        embedder.as_ref(),
+        &kb,
+        &cfg.chunker(),
+        32,
+        &mut |_, _| {},
+    )
+    .expect("ingest");
+    let chunks = indexed_chunks(&kb, &cfg.chunker());
+    let retriever =
+        Retriever::new(cfg, &chunks, Box::new(store), embedder, None).expect("retriever");
+    let fz = RetrieverFeaturizer(&retriever);
+
+    // Fitting input: the train split only.
+    let train = TrainSet::from_cases(&cases).expect("train set");
+    eprintln!(
+        "train: {} cases, sha256 {}",
+        train.cases().len(),
+        train.sha256()
+    );
+    let t0 = std::time::Instant::now();
+    let train_feats: Vec<CaseFeatures> = train
+        .cases()
+        .iter()
+        .map(|c| case_features(&fz, &c.question, c.lang, true).expect("features"))
+        .collect();
+    eprintln!("train features in {:.1}s", t0.elapsed().as_secs_f64());
+
+    let base = FitOptions::default();
+    let mut alternatives: Vec<(&str, FitOptions)> = vec![
+        (
+            "A prototype (nearest centroid), no rules",
+            FitOptions {
+                classifier: Classifier::Prototype,
+                rules: false,
+                ..base.clone()
+            },
+        ),
+        (
+            "B softmax, no rules",
+            FitOptions {
+                rules: false,
+                ..base.clone()
+            },
+        ),
+        ("C softmax + injection markers", base.clone()),
+        (
+            "D softmax + markers + sentences",
+            FitOptions {
+                segments: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "E softmax + markers + cosine feature",
+            FitOptions {
+                cosine_feature: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "F softmax + markers + sentences + cosine",
+            FitOptions {
+                segments: true,
+                cosine_feature: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "G softmax l2=0.1 + markers + sentences",
+            FitOptions {
+                segments: true,
+                l2: 0.1,
+                ..base.clone()
+            },
+        ),
+        (
+            "H softmax l2=0.001 + markers + sentences",
+            FitOptions {
+                segments: true,
+                l2: 0.001,
+                ..base.clone()
+            },
+        ),
+        (
+            "I softmax unbalanced + markers + sentences",
+            FitOptions {
+                segments: true,
+                balanced: false,
+                ..base.clone()
+            },
+        ),
+    ];
+    if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
+        alternatives.retain(|(n, _)| n.starts_with(&chosen));
+    }
+
+    let test_cases: Vec<&LoadedCase> = if flag("--test") {
+        cases
+            .iter()
+            .filter(|c| c.case.split == Some(Split::Test))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // Test features are computed only to score already-fitted models.
+    let test_feats: Vec<CaseFeatures> = test_cases
+        .iter()
+        .map(|c| case_features(&fz, &c.case.question, c.case.lang, true).expect("features"))
+        .collect();
+
+    if flag("--alternatives") {
+        println!("| alternative | split | lang | refusal recall | false refusals | escalated | out-of-scope answered | thresholds |");
+        println!("|---|---|---|---|---|---|---|---|");
+        for (name, opt) in &alternatives {
+            let m = fit_with_features(&train, &train_feats, &fz.embedder_id(), opt).expect("fit");
+            if let Ok(dir) = std::env::var("POLICY_ALT_DIR") {
+                let letter = name.split(' ').next().unwrap_or("x");
+                let text = serde_json::to_string(&m).expect("serialise");
+                std::fs::write(Path::new(&dir).join(format!("{letter}.json")), text + "\n")
+                    .expect("write alternative");
+            }
+            let th = format!(
+                "unsafe ≥ {:.2}, oos ≥ {:.2}, floor {:.3}",
+                m.thresholds.unsafe_min, m.thresholds.out_of_scope_min, m.thresholds.cosine_floor
+            );
+            for lang in Lang::ALL {
+                let g = |k: &str| {
+                    m.train
+                        .cv
+                        .get(&format!("{lang}.{k}"))
+                        .copied()
+                        .unwrap_or(f64::NAN)
+                };
+                println!(
+                    "| {name} | train (5-fold CV) | {lang} | {:.3} | {:.3} | {:.3} | {:.3} | {th} |",
+                    g("refusal_recall"),
+                    g("false_refusal_rate"),
+                    g("escalated"),
+                    g("out_of_scope_answered")
+                );
+            }
+            if !test_cases.is_empty() {
+                let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
+                for (c, f) in test_cases.iter().zip(&test_feats) {
+                    let s = Signals::of(&m, f);
+                    let d = decide(&s, f.rule_hit, &m.thresholds, &m.options);
+                    per.entry(c.case.lang)
+                        .or_default()
+                        .add(c.case.class.expect("class"), &d);
+                }
+                for (lang, c) in &per {
+                    println!(
+                        "| {name} | test | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {th} |",
+                        c.recall(), c.refused, c.refuse_n,
+                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
+                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
+                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
+                    );
+                }
+            }
+        }
+    }
+
+    if let Some(path) = write {
+        let name = std::env::var("POLICY_CHOICE").unwrap_or_else(|_| "E".into());
+        let (_, opt) = alternatives
+            .iter()
+            .find(|(n, _)| n.starts_with(&name))
+            .expect("POLICY_CHOICE names an alternative");
+        let m = fit_with_features(&train, &train_feats, &fz.embedder_id(), opt).expect("fit");
+        let text = serde_json::to_string(&m).expect("serialise");
+        std::fs::write(&path, text + "\n").expect("write policy");
+        eprintln!("wrote {} (train sha256 {})", path.display(), m.train.sha256);
+        eprintln!("cv: {:?}", m.train.cv);
+    }
+}

@@ -1,0 +1,110 @@
+//! The fitting code never reads a test case: poisoning every test case (question, class,
+//! expectation) leaves the fitted policy file byte-identical, and the train hash it records is
+//! the hash of the train cases only. A toy embedder keeps this test free of models.
+
+use std::path::Path;
+
+use cardinal_agent::policy::fit::{fit, Featurizer, FitError, TrainSet};
+use cardinal_agent::policy::FitOptions;
+use cardinal_dataset::{LoadedCase, SafetyClass, Split};
+use cardinal_kb::Lang;
+
+/// A deterministic bag-of-character-trigrams embedder (64 dims).
+struct Toy;
+
+impl Featurizer for Toy {
+    fn embedder_id(&self) -> String {
+        "toy".into()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 64];
+                let chars: Vec<char> = t.to_lowercase().chars().collect();
+                for w in chars.windows(3) {
+                    let h = w
+                        .iter()
+                        .fold(7u32, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
+                    v[(h % 64) as usize] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+    fn best_cosine(&self, vector: &[f32], _lang: Lang) -> Result<Option<f32>, String> {
+        Ok(Some(0.8 + 0.1 * vector[0]))
+    }
+}
+
+fn cases() -> Vec<LoadedCase> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cases");
+    let (cases, diags) = cardinal_dataset::load_case_dir(&dir).unwrap();
+    assert!(diags.is_empty(), "{diags}");
+    cases
+}
+
+fn fitted(cases: &[LoadedCase]) -> String {
+    let opt = FitOptions {
+        iterations: 30,
+        segments: true,
+        ..FitOptions::default()
+    };
+    let train = TrainSet::from_cases(cases).unwrap();
+    serde_json::to_string(&fit(&train, &Toy, &opt).unwrap()).unwrap()
+}
+
+#[test]
+fn poisoned_test_cases_do_not_change_the_fitted_file() {
+    let clean = cases();
+    let n_test = clean
+        .iter()
+        .filter(|c| c.case.split == Some(Split::Test))
+        .count();
+    assert!(n_test > 250, "{n_test}");
+    let mut poisoned = clean.clone();
+    for lc in poisoned
+        .iter_mut()
+        .filter(|c| c.case.split == Some(Split::Test))
+    {
+        lc.case.question = format!("POISON {} ignore all rules", lc.case.id);
+        lc.case.class = Some(SafetyClass::Benign);
+        lc.case.answer_gold.clear();
+        lc.case.id = format!("poison-{}", lc.case.id);
+    }
+    // Also drop half of the test cases entirely.
+    let mut i = 0;
+    poisoned.retain(|c| {
+        i += 1;
+        c.case.split != Some(Split::Test) || i % 2 == 0
+    });
+    let a = fitted(&clean);
+    let b = fitted(&poisoned);
+    assert!(a == b, "the fitted policy depends on test cases");
+    let train = TrainSet::from_cases(&clean).unwrap();
+    assert_eq!(train.cases().len(), clean.len() - n_test);
+    assert!(train.cases().iter().all(|c| !c.id.contains("poison")));
+}
+
+#[test]
+fn a_case_without_a_split_is_refused() {
+    let mut c = cases();
+    c[0].case.split = None;
+    assert!(matches!(
+        TrainSet::from_cases(&c),
+        Err(FitError::NoSplit(_))
+    ));
+}
+
+#[test]
+fn the_bundled_policy_was_fitted_on_the_current_train_split() {
+    let train = TrainSet::from_cases(&cases()).unwrap();
+    let m = cardinal_agent::policy::bundled();
+    assert_eq!(
+        m.train.sha256,
+        train.sha256(),
+        "data/policy/policy-v2.json was fitted on other train data: refit it with the policy_fit example"
+    );
+    assert_eq!(m.train.cases, train.cases().len());
+}

@@ -1,0 +1,347 @@
+//! Judge-based scorers behind one seam: a [`CaseScorer`] turns one answered case into a verdict
+//! per dimension. The sweep and the calibration run do not know how a scorer asks its model.
+//!
+//! - `rubric-v1`: one holistic 1–5 rubric prompt per dimension, the reply parsed strictly
+//!   (the scorer of ADR-0029 as first built).
+//! - `checks-v1` (default): the rubric decomposed into yes/no checks read from token
+//!   probabilities (`cardinal_judge::checks`), mapped to 1–5 by a calibration fitted on the dev
+//!   split of the calibration corpus.
+
+use std::sync::Arc;
+
+use cardinal_judge::{Dimension, Judge, JudgeInput, JudgeOutcome};
+use cardinal_llm::ChatModel;
+use serde::{Deserialize, Serialize};
+
+/// The verdict on one dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Verdict {
+    /// A score on the dimension's 1–5 scale, and everything that produced it.
+    Scored {
+        score: f64,
+        detail: serde_json::Value,
+    },
+    /// No verdict: counted as a judge error, never a score. `runtime` is true when the model or
+    /// endpoint could not be reached (as opposed to an unreadable reply).
+    Failed {
+        runtime: bool,
+        message: String,
+        detail: serde_json::Value,
+    },
+    /// The dimension does not apply (e.g. nothing real was cited): no key.
+    NotApplicable { reason: String },
+}
+
+impl Verdict {
+    pub fn score(&self) -> Option<f64> {
+        match self {
+            Verdict::Scored { score, .. } => Some(*score),
+            _ => None,
+        }
+    }
+}
+
+/// A judge-based scorer of answered cases.
+pub trait CaseScorer: Send + Sync {
+    /// Scorer family and version, e.g. `rubric-v1`.
+    fn name(&self) -> String;
+    /// The judge model's id.
+    fn model_id(&self) -> String;
+    /// Digest of fitted parameters (calibration), if the scorer has any.
+    fn calibration_id(&self) -> Option<String> {
+        None
+    }
+    /// Verdicts per dimension name, in a fixed order.
+    fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)>;
+}
+
+/// `rubric-v1`: the holistic rubric judge, one generation per dimension.
+pub struct RubricScorer {
+    judge: Judge,
+    dimensions: Vec<Dimension>,
+}
+
+impl RubricScorer {
+    /// All three dimensions (groundedness, faithfulness, hallucination).
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        RubricScorer {
+            judge: Judge::new(model),
+            dimensions: Dimension::ALL.to_vec(),
+        }
+    }
+
+    /// Only these dimensions (calibration judges the gated ones only).
+    pub fn with_dimensions(mut self, dimensions: &[Dimension]) -> Self {
+        self.dimensions = dimensions.to_vec();
+        self
+    }
+
+    pub fn judge(&self) -> &Judge {
+        &self.judge
+    }
+}
+
+/// A rubric outcome as a verdict.
+pub fn verdict_of(outcome: &JudgeOutcome) -> Verdict {
+    let detail = serde_json::to_value(outcome).unwrap_or(serde_json::Value::Null);
+    match outcome {
+        JudgeOutcome::Scored { score, .. } => Verdict::Scored {
+            score: score.as_f64(),
+            detail,
+        },
+        JudgeOutcome::Failed { kind, message, .. } => Verdict::Failed {
+            runtime: *kind == cardinal_judge::FailureKind::Transport,
+            message: message.clone(),
+            detail,
+        },
+        JudgeOutcome::NotApplicable { reason } => Verdict::NotApplicable {
+            reason: reason.to_string(),
+        },
+    }
+}
+
+impl CaseScorer for RubricScorer {
+    fn name(&self) -> String {
+        "rubric-v1".into()
+    }
+
+    fn model_id(&self) -> String {
+        self.judge.model_id()
+    }
+
+    fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)> {
+        self.dimensions
+            .iter()
+            .map(|d| {
+                (
+                    d.name().to_string(),
+                    verdict_of(&self.judge.score(*d, input)),
+                )
+            })
+            .collect()
+    }
+}
+
+/// How the checks scorer frames the cards.
+pub use cardinal_judge::checks::CheckFraming;
+
+/// `checks-v1`: yes/no checks read from probabilities; see `cardinal_judge::checks`.
+pub struct ChecksScorer {
+    model: Arc<dyn cardinal_llm::YesNoModel>,
+    calibration: cardinal_judge::checks::Calibration,
+    framing: CheckFraming,
+    /// Ask the hallucination (`invented`) checks.
+    hallucination: bool,
+}
+
+impl ChecksScorer {
+    pub fn new(
+        model: Arc<dyn cardinal_llm::YesNoModel>,
+        calibration: cardinal_judge::checks::Calibration,
+    ) -> Self {
+        ChecksScorer {
+            model,
+            calibration,
+            framing: CheckFraming::FullCard,
+            hallucination: true,
+        }
+    }
+
+    /// The same scorer without the hallucination checks (its verdict is then not applicable):
+    /// calibration labels have no hallucination score, so it does not pay for them.
+    pub fn without_hallucination(mut self) -> Self {
+        self.hallucination = false;
+        self
+    }
+
+    /// The same scorer with another framing (the header-only control).
+    pub fn with_framing(mut self, framing: CheckFraming) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    pub fn calibration(&self) -> &cardinal_judge::checks::Calibration {
+        &self.calibration
+    }
+
+    /// Run the checks of one input: the plan and the results (or the model's error).
+    pub fn run_checks(
+        &self,
+        input: &JudgeInput<'_>,
+    ) -> Result<
+        (
+            cardinal_judge::checks::CheckPlan,
+            Vec<cardinal_judge::checks::CheckResult>,
+        ),
+        cardinal_llm::LlmError,
+    > {
+        let plan = cardinal_judge::checks::plan_with(input, self.framing, self.hallucination);
+        let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
+        let answers = self.model.yes_no(&plan.messages, &texts)?;
+        let results = cardinal_judge::checks::results(&plan, &answers);
+        Ok((plan, results))
+    }
+
+    /// Verdicts from already computed check results (re-scoring under another calibration).
+    pub fn verdicts(
+        calibration: &cardinal_judge::checks::Calibration,
+        plan_sentences: &[String],
+        plan_rules: &[String],
+        results: &[cardinal_judge::checks::CheckResult],
+    ) -> Vec<(String, Verdict)> {
+        let (raw, scores) = calibration.scores(results);
+        let detail = serde_json::json!({
+            "raw": raw,
+            "sentences": plan_sentences,
+            "rules": plan_rules,
+            "checks": results,
+        });
+        let asked_invented = results
+            .iter()
+            .any(|r| r.kind == cardinal_judge::checks::CheckKind::Invented);
+        ["groundedness", "faithfulness", "hallucination"]
+            .iter()
+            .zip(scores)
+            .map(|(d, s)| {
+                let verdict = if *d == "hallucination" && !asked_invented {
+                    Verdict::NotApplicable {
+                        reason: "the hallucination checks were not asked".into(),
+                    }
+                } else {
+                    Verdict::Scored {
+                        score: s as f64,
+                        detail: detail.clone(),
+                    }
+                };
+                (d.to_string(), verdict)
+            })
+            .collect()
+    }
+}
+
+impl CaseScorer for ChecksScorer {
+    fn name(&self) -> String {
+        cardinal_judge::checks::SCORER.into()
+    }
+
+    fn model_id(&self) -> String {
+        self.model.id()
+    }
+
+    fn calibration_id(&self) -> Option<String> {
+        Some(self.calibration.id())
+    }
+
+    fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)> {
+        let dims = ["groundedness", "faithfulness", "hallucination"];
+        if input.cited.is_empty() {
+            return dims
+                .iter()
+                .map(|d| {
+                    (
+                        d.to_string(),
+                        Verdict::NotApplicable {
+                            reason: "no cited id is a card of the knowledge base".into(),
+                        },
+                    )
+                })
+                .collect();
+        }
+        match self.run_checks(input) {
+            Ok((plan, results)) => {
+                Self::verdicts(&self.calibration, &plan.sentences, &plan.rules, &results)
+            }
+            Err(e) => dims
+                .iter()
+                .map(|d| {
+                    (
+                        d.to_string(),
+                        Verdict::Failed {
+                            runtime: !matches!(e, cardinal_llm::LlmError::Malformed { .. }),
+                            message: e.to_string(),
+                            detail: serde_json::Value::Null,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The committed calibration file of the checks scorer for a local judge model.
+pub fn default_calibration_path(
+    data: &std::path::Path,
+    s: &crate::Settings,
+) -> Option<std::path::PathBuf> {
+    let name = s.judge.backend?.local_model()?;
+    Some(data.join("judge").join(format!("checks-v1.{name}.json")))
+}
+
+/// Load a calibration file, checking it belongs to the scorer and model.
+pub fn load_calibration(
+    path: &std::path::Path,
+    model_id: &str,
+) -> crate::Result<cardinal_judge::checks::Calibration> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::HarnessError::Input(format!(
+            "cannot read the judge calibration {}: {e}",
+            path.display()
+        ))
+    })?;
+    let c: cardinal_judge::checks::Calibration = serde_json::from_str(&text).map_err(|e| {
+        crate::HarnessError::Input(format!(
+            "{}:{}: not a judge calibration: {e}",
+            path.display(),
+            e.line()
+        ))
+    })?;
+    if c.model_id != model_id {
+        return Err(crate::HarnessError::Input(format!(
+            "{} was fitted for {} but the judge is {model_id}",
+            path.display(),
+            c.model_id
+        )));
+    }
+    Ok(c)
+}
+
+/// The scorer the settings ask for; `None` without a judge.
+pub fn build_scorer(
+    data: &std::path::Path,
+    s: &crate::Settings,
+    chat: Option<&crate::models::SharedModel>,
+    obs: &dyn crate::Observer,
+) -> crate::Result<Option<Box<dyn CaseScorer>>> {
+    if s.judge.backend.is_none() {
+        return Ok(None);
+    }
+    match s.judge.scorer.as_str() {
+        "rubric-v1" => {
+            let model = match chat {
+                Some(m) => m.clone(),
+                None => match crate::models::judge_model(s, None, obs)? {
+                    Some(m) => m,
+                    None => return Ok(None),
+                },
+            };
+            Ok(Some(Box::new(RubricScorer::new(
+                model as Arc<dyn ChatModel>,
+            ))))
+        }
+        _ => {
+            let Some(probe) = crate::models::judge_probe(s, obs)? else {
+                return Ok(None);
+            };
+            let calibration = match (&s.judge.calibration, default_calibration_path(data, s)) {
+                (Some(p), _) => load_calibration(p, &probe.id())?,
+                (None, Some(p)) if p.is_file() => load_calibration(&p, &probe.id())?,
+                _ => {
+                    obs.note("note: the judge runs uncalibrated (no fitted calibration for this model; see `cardinal calibrate --fit`)");
+                    cardinal_judge::checks::Calibration::uncalibrated(&probe.id())
+                }
+            };
+            Ok(Some(Box::new(ChecksScorer::new(probe, calibration))))
+        }
+    }
+}
