@@ -82,7 +82,8 @@ pub fn lint(data: &Path) -> Result<Outcome> {
             .collect();
         files.sort();
         for f in files {
-            let text = std::fs::read_to_string(&f)
+            // Encoding problems are `data check`'s to report; lint reads the text as decoded.
+            let (text, _) = cardinal_kb::read_data_file(&f)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
             diags.extend(cardinal_kb::lint::lint_text(&f, &text));
         }

@@ -257,3 +257,93 @@ fn kb_lint_also_reads_cases_and_calibration() {
         stderr(&o)
     );
 }
+
+#[test]
+fn invalid_utf8_is_reported_with_file_byte_and_line_and_the_check_goes_on() {
+    let (_tmp, data) = broken_copy();
+    let en = data.join("cases/en.jsonl");
+    let pt = data.join("calibration/pt-BR.jsonl");
+    let card = data.join("kb/es-419/refills.md");
+    // A stray Latin-1 byte in line 3 of the English cases, and a broken JSON line after it.
+    let mut bytes = fs::read(&en).unwrap();
+    let line3 = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .nth(1)
+        .map(|(i, _)| i + 1)
+        .unwrap();
+    let bad_at = line3 + 2;
+    bytes[bad_at] = 0xe9;
+    let l_json = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+    bytes.extend_from_slice(b"{\"id\": \"en-x\"\n");
+    fs::write(&en, &bytes).unwrap();
+    // A truncated two-byte sequence at the very end of a labels file.
+    let mut labels = fs::read(&pt).unwrap();
+    let pt_lines = labels.iter().filter(|&&b| b == b'\n').count() + 1;
+    let pt_at = labels.len();
+    labels.push(0xc3);
+    fs::write(&pt, &labels).unwrap();
+    // An invalid byte in a card.
+    let mut c = fs::read(&card).unwrap();
+    let card_line = c.iter().filter(|&&b| b == b'\n').count() + 2;
+    c.extend_from_slice(b"\n\xff\n");
+    fs::write(&card, &c).unwrap();
+
+    let o = cardinal(&data, &["data", "check"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    for expected in [
+        format!(
+            "{}:3: encoding: invalid UTF-8 at byte {bad_at}",
+            en.display()
+        ),
+        format!("{}:{l_json}: json: not valid JSON", en.display()),
+        format!(
+            "{}:{pt_lines}: encoding: invalid UTF-8 at byte {pt_at}",
+            pt.display()
+        ),
+        format!(
+            "{}:{card_line}: encoding: invalid UTF-8",
+            card.display()
+        ),
+    ] {
+        assert!(err.contains(&expected), "missing {expected:?} in:\n{err}");
+    }
+    assert!(err.contains("encoding: invalid UTF-8"), "{err}");
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_alike_in_cards_cases_and_labels() {
+    let (_tmp, data) = broken_copy();
+    for f in [
+        "cases/es-419.jsonl",
+        "calibration/en.jsonl",
+        "kb/pt-BR/refills.md",
+    ] {
+        let p = data.join(f);
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend(fs::read(&p).unwrap());
+        fs::write(&p, bytes).unwrap();
+    }
+    let o = cardinal(&data, &["data", "check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = cardinal(&data, &["kb", "lint"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn kb_stats_refuses_invalid_data_instead_of_counting_it() {
+    let (_tmp, data) = broken_copy();
+    // A card copied under a second name: one id twice.
+    fs::copy(
+        data.join("kb/en/refills.md"),
+        data.join("kb/en/refills-copy.md"),
+    )
+    .unwrap();
+    let o = cardinal(&data, &["kb", "stats"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("duplicate card id `refills.en`"), "{err}");
+    assert!(o.stdout.is_empty(), "no statistics printed from bad data");
+}

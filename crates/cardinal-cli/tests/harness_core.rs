@@ -415,3 +415,98 @@ fn a_damaged_store_is_refused_with_exit_3_and_ingest_repairs_it() {
     let o = run(&["search", "refill", "--lang", "en"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn eval_validates_the_data_like_data_check_before_any_work() {
+    let (tmp, data) = slice(2);
+    let run = tmp.path().join("run");
+    // The second English case takes the first one's id.
+    let en = data.join("cases/en.jsonl");
+    let text_en = fs::read_to_string(&en).unwrap();
+    let lines: Vec<&str> = text_en.lines().collect();
+    let first: Value = serde_json::from_str(lines[0]).unwrap();
+    let mut second: Value = serde_json::from_str(lines[1]).unwrap();
+    second["id"] = first["id"].clone();
+    fs::write(&en, format!("{}\n{second}\n", lines[0])).unwrap();
+    let o = eval(&data, &run, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!(
+        "{}:2: id: duplicate case id `{}`",
+        en.display(),
+        first["id"].as_str().unwrap()
+    );
+    assert!(err.contains(&want), "missing {want:?} in:\n{err}");
+    assert!(
+        !run.join("records.jsonl").exists(),
+        "no case may run on invalid data"
+    );
+}
+
+#[test]
+fn calibrate_refuses_a_label_out_of_range_with_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    copy_dir(&bundled_data(), &data);
+    let pt = data.join("calibration/pt-BR.jsonl");
+    let text_pt = fs::read_to_string(&pt).unwrap();
+    let mut lines: Vec<String> = text_pt.lines().map(str::to_string).collect();
+    let mut item: Value = serde_json::from_str(&lines[4]).unwrap();
+    item["labels"]["faithfulness"]["score"] = Value::from(6);
+    lines[4] = item.to_string();
+    fs::write(&pt, lines.join("\n") + "\n").unwrap();
+    for extra in [&["--balance"][..], &["--from-scores", "/nonexistent.json"][..]] {
+        let mut args = vec!["--data", data.to_str().unwrap(), "calibrate"];
+        args.extend_from_slice(extra);
+        let o = cardinal(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("{}:5:", pt.display())) && err.contains('6'),
+            "{extra:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_fresh_run_leaves_no_report_of_the_previous_one() {
+    let (tmp, data) = slice(1);
+    let run = tmp.path().join("run");
+    let o = eval(&data, &run, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(run.join("report.md").exists());
+    // Start over with an agent endpoint that is not there: a runtime failure (3).
+    let o = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .arg("--data")
+        .arg(&data)
+        .arg("--store-path")
+        .arg(tmp.path().join("store"))
+        .args(["eval", "--llm", "openai", "--llm-url", "http://127.0.0.1:9/v1"])
+        .args(["--judge", "none", "--attempts", "1", "--connect-timeout", "1"])
+        .args(["--fresh", "--no-cache", "--run-dir"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // Whatever report is there now describes this run (partial), not the previous one.
+    match fs::read_to_string(run.join("report.json")) {
+        Err(_) => assert!(!run.join("report.md").exists()),
+        Ok(r) => {
+            let r: Value = serde_json::from_str(&r).unwrap();
+            assert_eq!(r["run"]["partial"], true, "{r}");
+            assert_eq!(r["manifest"]["agent"]["backend"], "openai", "{r}");
+        }
+    }
+    // And no baseline can be made from it.
+    let out = tmp.path().join("b.json");
+    let o = cardinal(&[
+        "baseline",
+        "update",
+        "--run-dir",
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!out.exists());
+}

@@ -207,25 +207,37 @@ pub fn load_calibration_dir(dir: &Path) -> Result<(Vec<LoadedItem>, Diagnostics)
     }
     files.sort();
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|source| DatasetError::Io {
+        let (text, bad) = cardinal_kb::read_data_file(&path).map_err(|source| DatasetError::Io {
             path: path.clone(),
             source,
         })?;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<CalibrationItem>(line) {
-                Ok(item) => items.push(LoadedItem {
-                    path: path.clone(),
-                    line: i + 1,
-                    item,
-                }),
-                Err(e) => diags.push(Diagnostic::new(&path, i + 1, "json", e.to_string())),
-            }
-        }
+        diags.extend(bad);
+        let (more, d) = parse_calibration(&path, &text);
+        items.extend(more);
+        diags.extend(d);
     }
     Ok((items, diags))
+}
+
+/// Parse the JSONL text of one labels file; pure, so it is testable (and fuzzed) without files.
+pub fn parse_calibration(path: &Path, text: &str) -> (Vec<LoadedItem>, Diagnostics) {
+    let mut items = Vec::new();
+    let mut diags = Diagnostics::default();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<CalibrationItem>(line) {
+            Ok(item) => items.push(LoadedItem {
+                path: path.to_path_buf(),
+                line: i + 1,
+                item,
+            }),
+            Err(e) => diags.push(Diagnostic::new(path, i + 1, "json", e.to_string())),
+        }
+    }
+    (items, diags)
 }
 
 /// Cross-checks of the calibration items against the KB and the cases.

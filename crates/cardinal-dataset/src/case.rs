@@ -222,11 +222,14 @@ const FIELDS: [&str; 11] = [
 
 /// Parse a JSONL file. Valid cases are returned with the problems of the invalid lines.
 pub fn load_case_file(path: &Path) -> Result<(Vec<LoadedCase>, Diagnostics)> {
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(parse_cases(path, &text))
+    let (text, mut diags) =
+        cardinal_kb::read_data_file(path).map_err(|source| DatasetError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let (cases, more) = parse_cases(path, &text);
+    diags.extend(more);
+    Ok((cases, diags))
 }
 
 /// Every `*.jsonl` file of a directory (not recursive), sorted by name.
@@ -260,6 +263,8 @@ pub fn load_case_dir(dir: &Path) -> Result<(Vec<LoadedCase>, Diagnostics)> {
 pub fn parse_cases(path: &Path, text: &str) -> (Vec<LoadedCase>, Diagnostics) {
     let mut cases = Vec::new();
     let mut diags = Diagnostics::default();
+    // A byte-order mark is dropped here as in every other loader (`read_data_file`, cards).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         if raw.trim().is_empty() {

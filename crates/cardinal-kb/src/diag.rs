@@ -95,3 +95,119 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         .count()
         + 1
 }
+
+/// At most this many invalid-UTF-8 positions are listed per file (the rest are counted).
+const MAX_UTF8_DIAGNOSTICS: usize = 20;
+
+/// Read a data file (card, cases, labels) as text, the same way for every loader: a leading UTF-8
+/// byte-order mark is dropped, and invalid UTF-8 is not an I/O error but a diagnostic per bad
+/// sequence (`invalid UTF-8 at byte N`, with its line). The text returned then has each bad
+/// sequence replaced by U+FFFD, so the caller can go on and list the file's other problems.
+pub fn read_data_file(path: &Path) -> std::io::Result<(String, Diagnostics)> {
+    let bytes = std::fs::read(path)?;
+    Ok(decode_data(path, &bytes))
+}
+
+/// The pure part of [`read_data_file`]: decode `bytes` read from `path`.
+pub fn decode_data(path: &Path, bytes: &[u8]) -> (String, Diagnostics) {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let (skip, body) = match bytes.strip_prefix(BOM) {
+        Some(rest) => (BOM.len(), rest),
+        None => (0, bytes),
+    };
+    let mut diags = Diagnostics::default();
+    let mut text = String::with_capacity(body.len());
+    let mut rest = body;
+    let mut offset = 0usize; // of `rest` within `body`
+    let mut line = 1usize;
+    let mut bad = 0usize;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                text.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                // Valid by construction: `valid_up_to` bytes are UTF-8.
+                let valid = String::from_utf8_lossy(&rest[..good]);
+                line += valid.bytes().filter(|&b| b == b'\n').count();
+                text.push_str(&valid);
+                text.push('\u{fffd}');
+                let at = skip + offset + good;
+                bad += 1;
+                if bad <= MAX_UTF8_DIAGNOSTICS {
+                    diags.push(Diagnostic::new(
+                        path,
+                        line,
+                        "encoding",
+                        format!("invalid UTF-8 at byte {at}; data files must be UTF-8 text"),
+                    ));
+                }
+                let skip_len = e.error_len().unwrap_or(rest.len() - good).max(1);
+                let consumed = (good + skip_len).min(rest.len());
+                offset += consumed;
+                rest = &rest[consumed..];
+                if rest.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    if bad > MAX_UTF8_DIAGNOSTICS {
+        diags.push(Diagnostic::new(
+            path,
+            0,
+            "encoding",
+            format!(
+                "{} more invalid UTF-8 sequences not listed",
+                bad - MAX_UTF8_DIAGNOSTICS
+            ),
+        ));
+    }
+    (text, diags)
+}
+
+#[cfg(test)]
+mod decode_tests {
+    use super::*;
+
+    #[test]
+    fn a_bom_is_dropped_and_valid_text_passes_through() {
+        let (t, d) = decode_data(Path::new("f"), b"\xEF\xBB\xBFhello\nworld");
+        assert_eq!(t, "hello\nworld");
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn invalid_utf8_is_listed_with_byte_offset_and_line_and_the_rest_is_kept() {
+        let bytes = b"ok line\nbad \xff here\nalso \xc3 bad\nfine \xc3\xa9\n";
+        let (t, d) = decode_data(Path::new("cases.jsonl"), bytes);
+        let msgs: Vec<String> = d.iter().map(|x| x.to_string()).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "cases.jsonl:2: encoding: invalid UTF-8 at byte 12; data files must be UTF-8 text",
+                "cases.jsonl:3: encoding: invalid UTF-8 at byte 24; data files must be UTF-8 text",
+            ]
+        );
+        assert_eq!(t, "ok line\nbad \u{fffd} here\nalso \u{fffd} bad\nfine é\n");
+    }
+
+    #[test]
+    fn offsets_count_the_bom_and_a_truncated_tail_is_reported() {
+        let (t, d) = decode_data(Path::new("f"), b"\xEF\xBB\xBFab\xe2\x82");
+        assert_eq!(t, "ab\u{fffd}");
+        assert_eq!(d.len(), 1);
+        assert!(d.0[0].message.contains("byte 5"), "{}", d.0[0].message);
+    }
+
+    #[test]
+    fn many_bad_bytes_are_capped_with_a_count() {
+        let bytes = vec![0xffu8; 50];
+        let (t, d) = decode_data(Path::new("f"), &bytes);
+        assert_eq!(t.chars().count(), 50);
+        assert_eq!(d.len(), MAX_UTF8_DIAGNOSTICS + 1);
+        assert!(d.0[MAX_UTF8_DIAGNOSTICS].message.starts_with("30 more"));
+    }
+}

@@ -72,10 +72,12 @@ impl KnowledgeBase {
                 if path.extension().and_then(|e| e.to_str()) != Some("md") {
                     continue;
                 }
-                let text = std::fs::read_to_string(&path).map_err(|source| KbError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+                let (text, bad) =
+                    crate::diag::read_data_file(&path).map_err(|source| KbError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                diags.extend(bad);
                 match parse_card(&path, &text) {
                     Ok(card) => {
                         file_checks(&path, &card, dir_lang, &mut diags);

@@ -16,7 +16,7 @@ pub mod text;
 
 pub use card::{parse_card, Card};
 pub use chunk::{card_identity, chunk_card, Chunk, ChunkerConfig, Section};
-pub use diag::{Diagnostic, Diagnostics};
+pub use diag::{read_data_file, Diagnostic, Diagnostics};
 pub use error::{KbError, Result};
 pub use kb::KnowledgeBase;
 pub use lang::Lang;

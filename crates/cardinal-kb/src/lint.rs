@@ -21,7 +21,8 @@ use crate::KbError;
 pub fn lint_kb(kb: &KnowledgeBase) -> Result<Diagnostics, KbError> {
     let mut diags = Diagnostics::default();
     for cf in &kb.cards {
-        let text = std::fs::read_to_string(&cf.path).map_err(|source| KbError::Io {
+        // Encoding problems were reported when the KB was loaded.
+        let (text, _) = crate::diag::read_data_file(&cf.path).map_err(|source| KbError::Io {
             path: cf.path.clone(),
             source,
         })?;
