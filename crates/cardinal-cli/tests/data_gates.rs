@@ -303,10 +303,7 @@ fn invalid_utf8_is_reported_with_file_byte_and_line_and_the_check_goes_on() {
             "{}:{pt_lines}: encoding: invalid UTF-8 at byte {pt_at}",
             pt.display()
         ),
-        format!(
-            "{}:{card_line}: encoding: invalid UTF-8",
-            card.display()
-        ),
+        format!("{}:{card_line}: encoding: invalid UTF-8", card.display()),
     ] {
         assert!(err.contains(&expected), "missing {expected:?} in:\n{err}");
     }

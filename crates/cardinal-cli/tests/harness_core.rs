@@ -455,7 +455,10 @@ fn calibrate_refuses_a_label_out_of_range_with_file_and_line() {
     item["labels"]["faithfulness"]["score"] = Value::from(6);
     lines[4] = item.to_string();
     fs::write(&pt, lines.join("\n") + "\n").unwrap();
-    for extra in [&["--balance"][..], &["--from-scores", "/nonexistent.json"][..]] {
+    for extra in [
+        &["--balance"][..],
+        &["--from-scores", "/nonexistent.json"][..],
+    ] {
         let mut args = vec!["--data", data.to_str().unwrap(), "calibrate"];
         args.extend_from_slice(extra);
         let o = cardinal(&args);
@@ -481,8 +484,21 @@ fn a_failed_fresh_run_leaves_no_report_of_the_previous_one() {
         .arg(&data)
         .arg("--store-path")
         .arg(tmp.path().join("store"))
-        .args(["eval", "--llm", "openai", "--llm-url", "http://127.0.0.1:9/v1"])
-        .args(["--judge", "none", "--attempts", "1", "--connect-timeout", "1"])
+        .args([
+            "eval",
+            "--llm",
+            "openai",
+            "--llm-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .args([
+            "--judge",
+            "none",
+            "--attempts",
+            "1",
+            "--connect-timeout",
+            "1",
+        ])
         .args(["--fresh", "--no-cache", "--run-dir"])
         .arg(&run)
         .output()

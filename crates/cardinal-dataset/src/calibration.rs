@@ -207,10 +207,11 @@ pub fn load_calibration_dir(dir: &Path) -> Result<(Vec<LoadedItem>, Diagnostics)
     }
     files.sort();
     for path in files {
-        let (text, bad) = cardinal_kb::read_data_file(&path).map_err(|source| DatasetError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let (text, bad) =
+            cardinal_kb::read_data_file(&path).map_err(|source| DatasetError::Io {
+                path: path.clone(),
+                source,
+            })?;
         diags.extend(bad);
         let (more, d) = parse_calibration(&path, &text);
         items.extend(more);

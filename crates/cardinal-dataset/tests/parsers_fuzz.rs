@@ -79,7 +79,8 @@ fn apply(base: &[u8], edits: &[Edit]) -> Vec<u8> {
                 b.splice(at..at, j.iter().copied());
             }
             Edit::SwapLines(x, y) => {
-                let mut lines: Vec<Vec<u8>> = b.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+                let mut lines: Vec<Vec<u8>> =
+                    b.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
                 let n = lines.len();
                 lines.swap(x % n, y % n);
                 b = lines.join(&b'\n');

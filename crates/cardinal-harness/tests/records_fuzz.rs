@@ -13,7 +13,8 @@ fn id_of(v: &Value) -> String {
 fn records_text(n: usize, payload: &str) -> String {
     (0..n)
         .map(|i| {
-            let record = serde_json::json!({"id": format!("case-{i}"), "answer": payload, "score": i});
+            let record =
+                serde_json::json!({"id": format!("case-{i}"), "answer": payload, "score": i});
             format!("{record}\n")
         })
         .collect()
@@ -61,7 +62,8 @@ proptest! {
         prop_assert_eq!(first.records.len(), complete + usize::from(whole_record_unterminated));
         prop_assert_eq!(first.dropped_torn_tail, torn && !whole_record_unterminated);
         for (i, r) in first.records.iter().enumerate() {
-            prop_assert_eq!(r["id"].as_str(), Some(format!("case-{i}").as_str()));
+            let want = format!("case-{i}");
+            prop_assert_eq!(r["id"].as_str(), Some(want.as_str()));
         }
         // The repaired file ends at a record boundary and reloads to the same records.
         let after = std::fs::read(&path).map_err(fail)?;
