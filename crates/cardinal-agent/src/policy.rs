@@ -245,11 +245,22 @@ pub fn segments(message: &str) -> Vec<String> {
     }
 }
 
+const BUNDLED_POLICY: &str = include_str!("../../../data/policy/policy-v2.json");
+
+/// The identity of the bundled policy for run manifests: its file name and the sha256 of its
+/// bytes (a refit changes refusals, so it changes the numbers of a sweep).
+pub fn bundled_id() -> String {
+    format!(
+        "policy-v2.json:sha256-{}",
+        cardinal_digest::sha256_hex(BUNDLED_POLICY)
+    )
+}
+
 /// The policy model bundled with the agent: `data/policy/policy-v2.json`.
 pub fn bundled() -> Arc<PolicyModel> {
     static M: OnceLock<Arc<PolicyModel>> = OnceLock::new();
     M.get_or_init(|| {
-        match serde_json::from_str(include_str!("../../../data/policy/policy-v2.json")) {
+        match serde_json::from_str(BUNDLED_POLICY) {
             Ok(m) => Arc::new(m),
             // The file is compiled in; a parse failure is a build error of this crate.
             Err(e) => panic!("data/policy/policy-v2.json does not parse: {e}"),

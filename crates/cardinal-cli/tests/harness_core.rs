@@ -147,6 +147,14 @@ fn sample_covers_every_language_and_case_type_stratum() {
         24
     );
     assert_eq!(report["manifest"]["selection"]["seed"], 20261203);
+    // The safety policy changes refusals, so its identity is a number-changing field.
+    let policy = report["manifest"]["agent"]["policy"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        policy.starts_with("policy-v2.json:sha256-") && policy.len() == 22 + 64,
+        "{policy:?}"
+    );
     let md = fs::read_to_string(run.join("report.md")).unwrap();
     assert!(md.contains("stratified sample of 24"), "{md}");
 }

@@ -412,7 +412,7 @@ fn sweep_manifest(
             temperature: None,
             seed: None,
             context_size: None,
-            policy: None,
+            policy: Some(cardinal_agent::policy::bundled_id()),
         },
         cardinal_agent::Generator::Llm { model, .. } => AgentManifest {
             backend: s.llm.backend.name().into(),
@@ -421,7 +421,7 @@ fn sweep_manifest(
             temperature: Some(params.temperature),
             seed: Some(params.seed),
             context_size: s.llm.backend.local_model().map(|_| s.llm.context_size),
-            policy: None,
+            policy: Some(cardinal_agent::policy::bundled_id()),
         },
     };
     Ok(RunManifest {
