@@ -5,8 +5,22 @@ pub enum LlmError {
     #[error("transport error talking to {endpoint}: {message}")]
     Transport { endpoint: String, message: String },
     /// No answer within the deadline, after retries.
-    #[error("timed out after {attempts} attempt(s) talking to {endpoint}")]
-    Timeout { endpoint: String, attempts: u32 },
+    #[error(
+        "timed out after {attempts} attempt(s) talking to {endpoint}, {elapsed_secs:.1} s in all \
+         (one attempt may take {attempt_secs:.1} s and a call at most {bound_secs:.1} s: \
+         --request-timeout, --connect-timeout, --attempts, --max-backoff)"
+    )]
+    Timeout {
+        endpoint: String,
+        attempts: u32,
+        /// Time spent on the call, retries and waits included.
+        elapsed_secs: f64,
+        /// The deadline of one attempt (connect + request).
+        attempt_secs: f64,
+        /// The most a call can take with these settings: every attempt to its deadline plus
+        /// the longest wait between attempts.
+        bound_secs: f64,
+    },
     /// The server answered with an error status, after retries where they apply.
     #[error("{endpoint} answered HTTP {status} after {attempts} attempt(s): {body}")]
     Status {

@@ -323,6 +323,7 @@ impl OpenAiClient {
     ) -> Result<T> {
         let max_attempts = self.inner.config.max_retries.saturating_add(1);
         let mut attempts = 0u32;
+        let started = std::time::Instant::now();
         loop {
             attempts += 1;
             let outcome = {
@@ -335,7 +336,23 @@ impl OpenAiClient {
                 Err(f) => f,
             };
             if !failure.retryable() || attempts >= max_attempts {
-                return Err(failure.into_error(&self.inner.endpoint, attempts));
+                let mut err = failure.into_error(&self.inner.endpoint, attempts);
+                if let LlmError::Timeout {
+                    elapsed_secs,
+                    attempt_secs,
+                    bound_secs,
+                    ..
+                } = &mut err
+                {
+                    let c = &self.inner.config;
+                    let attempt = c.request_timeout + c.connect_timeout;
+                    let wait = c.max_backoff.max(c.max_retry_after);
+                    *elapsed_secs = started.elapsed().as_secs_f64();
+                    *attempt_secs = attempt.as_secs_f64();
+                    *bound_secs = attempt.as_secs_f64() * f64::from(max_attempts)
+                        + wait.as_secs_f64() * f64::from(max_attempts - 1);
+                }
+                return Err(err);
             }
             let wait = match failure.retry_after() {
                 Some(asked) => asked.min(self.inner.config.max_retry_after),
@@ -531,7 +548,14 @@ impl Failure {
     fn into_error(self, endpoint: &str, attempts: u32) -> LlmError {
         let endpoint = endpoint.to_string();
         match self {
-            Failure::Timeout => LlmError::Timeout { endpoint, attempts },
+            Failure::Timeout => LlmError::Timeout {
+                endpoint,
+                attempts,
+                // Filled in by the retry loop, which knows the clock and the settings.
+                elapsed_secs: 0.0,
+                attempt_secs: 0.0,
+                bound_secs: 0.0,
+            },
             Failure::Transport(m) | Failure::Fatal(m) => LlmError::Transport {
                 endpoint,
                 message: format!("{m} (after {attempts} attempt(s))"),

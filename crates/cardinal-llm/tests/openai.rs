@@ -205,9 +205,19 @@ fn a_server_that_never_answers_times_out_after_bounded_retries() -> TestResult {
         .expect_err("no answer must time out");
     let elapsed = started.elapsed();
     match &err {
-        LlmError::Timeout { endpoint, attempts } => {
+        LlmError::Timeout {
+            endpoint,
+            attempts,
+            elapsed_secs,
+            bound_secs,
+            ..
+        } => {
             assert_eq!(endpoint, client.endpoint());
             assert_eq!(*attempts, 3);
+            assert!(*elapsed_secs >= 0.9 && *elapsed_secs <= *bound_secs, "{err}");
+            // The message says how long the call took and what bounds it.
+            let msg = err.to_string();
+            assert!(msg.contains("in all") && msg.contains("--request-timeout"), "{msg}");
         }
         other => panic!("expected Timeout, got {other:?}"),
     }
