@@ -329,8 +329,16 @@ fn fit(
             .map_err(|e| anyhow::Error::new(HarnessError::io("creating", parent)(e)))?;
     }
     cardinal_harness::rundir::write_atomic(&path, serde_json::to_string_pretty(&c)?.as_bytes())?;
+    // Items with full-card checks in the scores (a --sample run judges fewer than the split).
+    let judged: std::collections::BTreeSet<&str> = scores
+        .items
+        .iter()
+        .filter(|s| s.checks.is_some() && dev.contains(&s.item_id))
+        .map(|s| s.item_id.as_str())
+        .collect();
     obs.note(&format!(
-        "fitted on {} dev item(s): {} (content-free correction: {})",
+        "fitted on {} judged dev item(s) of {}: {} (content-free correction: {})",
+        judged.len(),
         dev.len(),
         path.display(),
         if c.content_free.is_some() {

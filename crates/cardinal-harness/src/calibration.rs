@@ -245,6 +245,11 @@ pub struct DevSplit<'a> {
 }
 
 impl<'a> DevSplit<'a> {
+    /// Whether `id` is a dev item of this split.
+    pub fn contains(&self, id: &str) -> bool {
+        self.items.contains_key(id)
+    }
+
     /// Keep the dev items of `items` (test items never enter).
     pub fn from_items(items: &'a [LoadedItem]) -> Self {
         DevSplit {

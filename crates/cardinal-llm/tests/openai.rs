@@ -214,10 +214,16 @@ fn a_server_that_never_answers_times_out_after_bounded_retries() -> TestResult {
         } => {
             assert_eq!(endpoint, client.endpoint());
             assert_eq!(*attempts, 3);
-            assert!(*elapsed_secs >= 0.9 && *elapsed_secs <= *bound_secs, "{err}");
+            assert!(
+                *elapsed_secs >= 0.9 && *elapsed_secs <= *bound_secs,
+                "{err}"
+            );
             // The message says how long the call took and what bounds it.
             let msg = err.to_string();
-            assert!(msg.contains("in all") && msg.contains("--request-timeout"), "{msg}");
+            assert!(
+                msg.contains("in all") && msg.contains("--request-timeout"),
+                "{msg}"
+            );
         }
         other => panic!("expected Timeout, got {other:?}"),
     }
