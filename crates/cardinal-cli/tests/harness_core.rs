@@ -43,6 +43,18 @@ fn cardinal(args: &[&str]) -> Output {
         .expect("the cardinal binary runs")
 }
 
+/// `cardinal baseline update --run-dir RUN --out OUT`.
+fn baseline_update(run: &Path, out: &Path) -> Output {
+    cardinal(&[
+        "baseline",
+        "update",
+        "--run-dir",
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 fn eval(data: &Path, run_dir: &Path, extra: &[&str]) -> Output {
     let store = data.parent().unwrap().join("store");
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
@@ -361,14 +373,7 @@ fn baseline_update_refuses_a_stale_report() {
     let first: String = records.lines().take(2).map(|l| format!("{l}\n")).collect();
     fs::write(run.join("records.jsonl"), first).unwrap();
     let out = tmp.path().join("b.json");
-    let o = cardinal(&[
-        "baseline",
-        "update",
-        "--run-dir",
-        run.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = baseline_update(&run, &out);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("stale"),
@@ -523,14 +528,7 @@ fn a_failed_fresh_run_leaves_no_report_of_the_previous_one() {
     }
     // And no baseline can be made from it.
     let out = tmp.path().join("b.json");
-    let o = cardinal(&[
-        "baseline",
-        "update",
-        "--run-dir",
-        run.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = baseline_update(&run, &out);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(!out.exists());
 }

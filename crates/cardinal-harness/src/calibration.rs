@@ -165,10 +165,8 @@ pub fn run_scores(
         .filter(|li| li.item.category == Category::RuleViolation)
         .count();
     let total = ordered.len() + if control.is_some() { n_control } else { 0 };
-    let mut out = Vec::with_capacity(total);
-    let mut done = 0;
-    obs.progress("judgements", 0, total);
-    for li in &ordered {
+    // One item under one framing: the same input, the scorer that frames it.
+    let judge_one = |li: &LoadedItem, scorer: &dyn CaseScorer, framing: CheckFraming| {
         let it = &li.item;
         let cards: Vec<&Card> = it
             .cited
@@ -182,49 +180,30 @@ pub fn run_scores(
         let t = std::time::Instant::now();
         let verdicts = scorer.score(&input);
         let checks = checks_of(&verdicts);
-        out.push(ItemScores {
+        ItemScores {
             item_id: it.id.clone(),
             lang: it.lang.tag().to_string(),
             category: it.category,
             split: it.split,
-            framing: CheckFraming::FullCard,
+            framing,
             verdicts: verdicts.into_iter().collect(),
             checks,
             seconds: t.elapsed().as_secs_f64(),
-        });
-        done += 1;
-        obs.progress("judgements", done, total);
+        }
+    };
+    let mut out = Vec::with_capacity(total);
+    obs.progress("judgements", 0, total);
+    for li in &ordered {
+        out.push(judge_one(li, scorer, CheckFraming::FullCard));
+        obs.progress("judgements", out.len(), total);
     }
     if let Some(ctl) = control {
         for li in ordered
             .iter()
             .filter(|li| li.item.category == Category::RuleViolation)
         {
-            let it = &li.item;
-            let cards: Vec<&Card> = it
-                .cited
-                .iter()
-                .filter_map(|id| kb.get(id).map(|f| &f.card))
-                .collect();
-            let input =
-                JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
-                    kb.get(id).map(|f| &f.card)
-                });
-            let t = std::time::Instant::now();
-            let verdicts = ctl.score(&input);
-            let checks = checks_of(&verdicts);
-            out.push(ItemScores {
-                item_id: it.id.clone(),
-                lang: it.lang.tag().to_string(),
-                category: it.category,
-                split: it.split,
-                framing: CheckFraming::HeaderOnly,
-                verdicts: verdicts.into_iter().collect(),
-                checks,
-                seconds: t.elapsed().as_secs_f64(),
-            });
-            done += 1;
-            obs.progress("judgements", done, total);
+            out.push(judge_one(li, ctl, CheckFraming::HeaderOnly));
+            obs.progress("judgements", out.len(), total);
         }
     }
     out
