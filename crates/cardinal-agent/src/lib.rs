@@ -164,6 +164,17 @@ impl Agent {
         self
     }
 
+    /// Every text the agent embeds as a query for `question` (the message, then its sentences
+    /// when the policy scores them), so a sweep can embed all of its cases' texts in one batch
+    /// beforehand.
+    pub fn query_texts(&self, question: &str) -> Vec<String> {
+        let mut texts = vec![question.to_string()];
+        if self.policy.options.segments {
+            texts.extend(policy::segments(question));
+        }
+        texts
+    }
+
     /// The policy's features of `question`: one batch of query embeddings (the message, then
     /// its sentences when the policy scores them), the first of which retrieval reuses.
     fn policy_features(&self, question: &str) -> Result<policy::CaseFeatures> {

@@ -114,6 +114,164 @@ pub fn retrieval(data: &Path, s: &Settings, json_out: bool, obs: &dyn Observer) 
     Ok(Outcome::Pass)
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 0.5)
+}
+
+/// `cardinal bench embed`: native engine vs candle's BERT on the KB's chunks and the case
+/// questions, paired and interleaved.
+pub fn embed(
+    data: &Path,
+    s: &Settings,
+    runs: usize,
+    reference_runs: usize,
+    json_out: bool,
+    obs: &dyn Observer,
+) -> Result<Outcome> {
+    use cardinal_embed::{Embedder, Engine};
+    let reference_runs = reference_runs.min(runs);
+    if runs == 0 || reference_runs == 0 {
+        anyhow::bail!(cardinal_harness::HarnessError::Input(
+            "--runs and --reference-runs must be at least 1".into()
+        ));
+    }
+    let kb_dir = data.join("kb");
+    let kb = cardinal_kb::KnowledgeBase::load(&kb_dir).map_err(|e| {
+        cardinal_harness::HarnessError::Input(format!(
+            "loading the KB from {}: {e}",
+            kb_dir.display()
+        ))
+    })?;
+    let chunks = cardinal_retrieval::indexed_chunks(&kb, &s.retrieval.chunker());
+    let passages: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
+    if !diags.is_empty() {
+        anyhow::bail!(cardinal_harness::HarnessError::Input(format!(
+            "the cases have problems; run `cardinal data check`\n{diags}"
+        )));
+    }
+    let questions: Vec<&str> = cases.iter().map(|c| c.case.question.as_str()).collect();
+    let engines = [Engine::Native, Engine::Candle];
+    let models = engines
+        .iter()
+        .map(|&e| cardinal_harness::index::open_embedder_on(s, obs, e))
+        .collect::<cardinal_harness::Result<Vec<_>>>()?;
+    // Tokens as the model sees them (prefix included, truncated to its limit).
+    let count = |texts: &[&str], passage: bool| -> Result<usize> {
+        let mut n = 0;
+        for t in texts {
+            let ids = models[0].token_ids(&if passage {
+                format!("{}{t}", models[0].options().passage_prefix)
+            } else {
+                format!("{}{t}", models[0].options().query_prefix)
+            })?;
+            n += ids.len().min(models[0].options().max_tokens);
+        }
+        Ok(n)
+    };
+    // The ceiling: e5-small costs ~2 × 21 M FLOP per token in its matrix products.
+    let gflops = cardinal_embed::native::matmul_gflops(2048, 384, 1536, 9);
+    let passage_tokens = count(&passages, true)?;
+    let question_tokens = count(&questions, false)?;
+    // secs[engine][0 = passages, 1 = questions batched]
+    let mut secs = vec![[Vec::new(), Vec::new()]; engines.len()];
+    // The native engine in every run; candle (the reference, ~2-3x slower) in the first
+    // `reference_runs`, alternating which engine goes first.
+    for r in 0..runs {
+        for k in 0..engines.len() {
+            let i = if r % 2 == 0 { k } else { engines.len() - 1 - k };
+            if engines[i] == Engine::Candle && r >= reference_runs {
+                continue;
+            }
+            obs.note(&format!(
+                "run {}/{runs}: {} engine",
+                r + 1,
+                engines[i].name()
+            ));
+            let t = Instant::now();
+            models[i].embed_passages(&passages)?;
+            secs[i][0].push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            models[i].embed_queries(&questions)?;
+            secs[i][1].push(t.elapsed().as_secs_f64());
+        }
+    }
+    // One query per call, as a sweep that embeds inside its case loop does (native only).
+    let mut one = Vec::with_capacity(questions.len());
+    for q in &questions {
+        let t = Instant::now();
+        models[0].embed_queries(&[q])?;
+        one.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    one.sort_by(f64::total_cmp);
+    let mut rows = Vec::new();
+    let mut lines = vec![format!(
+        "embedding {} chunks ({passage_tokens} tokens) and {} questions ({question_tokens} \
+         tokens); medians of {runs} runs (native), {reference_runs} (candle); {} threads",
+        passages.len(),
+        questions.len(),
+        rayon_threads()
+    )];
+    let mut tps = [[0f64; 2]; 2];
+    for (i, e) in engines.iter().enumerate() {
+        for (j, (what, n, tokens)) in [
+            ("chunks", passages.len(), passage_tokens),
+            ("questions", questions.len(), question_tokens),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let m = median(secs[i][j].clone());
+            tps[i][j] = tokens as f64 / m;
+            lines.push(format!(
+                "{:<7} {what:<10} {m:>7.2} s  {:>8.0} tokens/s  {:>7.1} texts/s",
+                e.name(),
+                tps[i][j],
+                n as f64 / m
+            ));
+            rows.push(json!({
+                "engine": e.name(), "texts": what, "n": n, "tokens": tokens,
+                "median_seconds": m, "tokens_per_second": tps[i][j],
+                "texts_per_second": n as f64 / m, "seconds": secs[i][j],
+            }));
+        }
+    }
+    let ratio = [tps[0][0] / tps[1][0], tps[0][1] / tps[1][1]];
+    lines.push(format!(
+        "matrix product 2048x384x1536: {gflops:.1} GFLOP/s (the encoder's ceiling: {:.0} tokens/s)",
+        gflops * 1e9 / 42.5e6
+    ));
+    lines.push(format!(
+        "native / candle: chunks {:.2}x, questions {:.2}x",
+        ratio[0], ratio[1]
+    ));
+    let (p50, p95) = (percentile(&one, 0.5), percentile(&one, 0.95));
+    lines.push(format!(
+        "native, one question per call: p50 {p50:.1} ms, p95 {p95:.1} ms ({:.1} s for all)",
+        one.iter().sum::<f64>() / 1000.0
+    ));
+    if json_out {
+        let v = json!({
+            "runs": runs, "reference_runs": reference_runs, "rows": rows,
+            "ratio_native_over_candle": {"chunks": ratio[0], "questions": ratio[1]},
+            "one_query_per_call_ms": {"p50": p50, "p95": p95},
+            "target_tokens_per_second": 2000,
+            "matmul_gflops": gflops,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for l in lines {
+            println!("{l}");
+        }
+    }
+    Ok(Outcome::Pass)
+}
+
+fn rayon_threads() -> usize {
+    cardinal_embed::native::threads()
+}
+
 fn tempdir_path() -> std::path::PathBuf {
     std::env::temp_dir().join(format!(
         "cardinal-bench-{}-{}",

@@ -195,6 +195,20 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Embedding speed: the KB's chunks and every case question embedded by the native engine
+    /// and by candle's BERT (the reference), interleaved; medians of tokens/s and texts/s, the
+    /// ratio, the matrix-product ceiling, and the one-query-per-call latency a sweep without
+    /// batching pays. Target: >= 2000 tokens/s on 2 cores.
+    Embed {
+        /// Runs of the native engine.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Of those, runs in which candle is measured too (order alternating).
+        #[arg(long, default_value_t = 1)]
+        reference_runs: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Ingest throughput (chunks/s) into a fresh store, query latency p50/p95 for dense,
     /// lexical and hybrid over every case, and the best-cosine distribution of gold vs no_match
     /// cases against the similarity floor.
@@ -428,6 +442,17 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 cardinal_harness::settings::Backend::Local
             });
             bench_cmd::judge(&cli.data, &s, items, !no_hallucination, json, &obs)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Embed {
+                    runs,
+                    reference_runs,
+                    json,
+                },
+        } => {
+            let s = args::settings(&cli.retrieval, None, None)?;
+            bench_cmd::embed(&cli.data, &s, runs, reference_runs, json, &obs)
         }
         Command::Bench {
             command: BenchCommand::Retrieval { json },

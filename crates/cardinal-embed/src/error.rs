@@ -9,6 +9,8 @@ pub enum EmbedError {
     Read { path: PathBuf, message: String },
     #[error("{path}: unsupported model_type `{model_type}` (supported: bert, xlm-roberta)")]
     Unsupported { path: PathBuf, model_type: String },
+    #[error("loading the embedder: {0}")]
+    Load(String),
     #[error("tokenizer error: {0}")]
     Tokenizer(String),
     #[error("model error: {0}")]

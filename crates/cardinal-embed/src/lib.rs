@@ -8,10 +8,13 @@
 pub mod bert;
 pub mod cross;
 pub mod error;
+pub mod native;
+pub mod query_cache;
 
-pub use bert::{BertEmbedder, EmbedderOptions};
+pub use bert::{BertEmbedder, EmbedderOptions, Engine, NATIVE_BATCH_TOKENS};
 pub use cross::CrossEncoder;
 pub use error::{EmbedError, Result};
+pub use query_cache::{QueryCache, QueryCacheStats};
 
 /// Turns text into unit vectors. Queries and passages may be embedded differently (E5 prefixes).
 pub trait Embedder: Send + Sync {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cardinal_embed::{BertEmbedder, Embedder, EmbedderOptions};
+use cardinal_embed::{BertEmbedder, Embedder, EmbedderOptions, Engine, QueryCache};
 use cardinal_kb::KnowledgeBase;
 use cardinal_models::PullOptions;
 use cardinal_retrieval::store::{ChromaStore, EmbeddedStore, VectorStore};
@@ -24,6 +24,9 @@ pub struct Index {
     pub embedder_id: String,
     /// The re-ranker's id, when one is configured.
     pub reranker_id: Option<String>,
+    /// The retriever's query embedder: vectors cached by text, in `<cache>/query-vectors/`
+    /// unless `--no-cache` (then in memory).
+    pub queries: Arc<QueryCache>,
 }
 
 impl Index {
@@ -65,13 +68,29 @@ impl Index {
                 }
                 None => (None, None),
             };
-        let retriever = Retriever::new(s.retrieval.clone(), &chunks, store, embedder, reranker)?;
+        let inner: Arc<dyn Embedder> = embedder;
+        let queries = Arc::new(if s.no_cache {
+            QueryCache::in_memory(inner)
+        } else {
+            let dir = s.cache_dir.join("query-vectors");
+            let key = &cardinal_digest::sha256_hex(&embedder_id)[..16];
+            QueryCache::open(inner, &dir, key)
+                .ctx(|| format!("opening the query-vector cache in {}", dir.display()))?
+        });
+        let retriever = Retriever::new(
+            s.retrieval.clone(),
+            &chunks,
+            store,
+            queries.clone(),
+            reranker,
+        )?;
         Ok(Index {
             kb,
             retriever,
             ingest,
             embedder_id,
             reranker_id,
+            queries,
         })
     }
 }
@@ -162,6 +181,15 @@ pub fn ingest_and_repair(
 /// Load the embedder named by the settings: a pinned model (pulled on first use) or a
 /// Hugging Face directory.
 pub fn open_embedder(s: &Settings, obs: &dyn Observer) -> Result<Arc<BertEmbedder>> {
+    open_embedder_on(s, obs, Engine::default())
+}
+
+/// As [`open_embedder`], on a chosen forward pass (`cardinal bench embed` runs both).
+pub fn open_embedder_on(
+    s: &Settings,
+    obs: &dyn Observer,
+    engine: Engine,
+) -> Result<Arc<BertEmbedder>> {
     let as_path = PathBuf::from(&s.embedder);
     let (dir, q, p) = if as_path.is_dir() {
         // A user's directory: prefixes from the config, else from a manifest if any.
@@ -191,6 +219,7 @@ pub fn open_embedder(s: &Settings, obs: &dyn Observer) -> Result<Arc<BertEmbedde
         query_prefix: s.query_prefix.clone().unwrap_or(q),
         passage_prefix: s.passage_prefix.clone().unwrap_or(p),
         batch_size: s.batch_size,
+        engine,
         ..Default::default()
     };
     let e = BertEmbedder::load(&dir, options)

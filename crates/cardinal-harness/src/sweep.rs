@@ -261,6 +261,7 @@ pub fn run_sweep(s: &Settings, o: &SweepOptions, obs: &dyn Observer) -> Result<S
     let kb = Arc::new(index.kb);
     let k = index.retriever.config.top_k;
     let recall = RetrievalRecall::new(k)?;
+    let queries = index.queries.clone();
     let agent = Agent::new(kb.clone(), Arc::new(index.retriever), gen);
 
     let rd = RunDir::open(&o.run_dir, obs)?;
@@ -320,6 +321,21 @@ pub fn run_sweep(s: &Settings, o: &SweepOptions, obs: &dyn Observer) -> Result<S
             "resuming: {} case(s) already done, {} to go",
             done.len(),
             todo.len()
+        ));
+    }
+    // Every query text of the cases to run, embedded in one batch (or read from the cache)
+    // before the case loop instead of one forward pass per case.
+    let texts: Vec<String> = todo
+        .iter()
+        .flat_map(|c| agent.query_texts(&c.case.question))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    let embedded = queries.prefetch(&refs)?;
+    if embedded > 0 {
+        obs.note(&format!(
+            "embedded {embedded} query texts in one batch in {:.1}s",
+            started.elapsed().as_secs_f64()
         ));
     }
     let ctx = CaseContext {
