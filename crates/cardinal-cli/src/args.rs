@@ -80,10 +80,11 @@ pub struct LlmArgs {
     /// Context window of the local model in tokens (default 4096).
     #[arg(long)]
     pub context_size: Option<u32>,
-    /// Bypass the response cache.
+    /// Bypass the response cache and the query-vector cache (query vectors are then kept in
+    /// memory for this run only).
     #[arg(long)]
     pub no_cache: bool,
-    /// Response cache directory (default .cardinal/cache).
+    /// Cache directory: model responses and query vectors (default .cardinal/cache).
     #[arg(long, env = "CARDINAL_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Endpoint connect timeout in seconds (default 5).
