@@ -186,13 +186,9 @@ impl Agent {
                 embedder.id()
             )));
         }
-        let segment_texts = if self.policy.options.segments {
-            policy::segments(question)
-        } else {
-            Vec::new()
-        };
-        let mut texts: Vec<&str> = vec![question];
-        texts.extend(segment_texts.iter().map(String::as_str));
+        // The same texts a sweep embeds beforehand, so its batch is what is looked up here.
+        let mut segment_texts = self.query_texts(question);
+        let texts: Vec<&str> = segment_texts.iter().map(String::as_str).collect();
         let mut vectors = embedder.embed_queries(&texts)?;
         if vectors.len() != texts.len() {
             return Err(AgentError::Policy(
@@ -200,6 +196,7 @@ impl Agent {
             ));
         }
         let embedding = vectors.remove(0);
+        segment_texts.remove(0);
         Ok(policy::CaseFeatures {
             embedding,
             best_cosine: None,

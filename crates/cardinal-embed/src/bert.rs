@@ -67,6 +67,11 @@ impl Default for EmbedderOptions {
 
 enum Arch {
     Native(NativeBert),
+    Candle(CandleModel),
+}
+
+/// The architectures candle runs (padded batches).
+enum CandleModel {
     Bert(bert::BertModel),
     XlmRoberta(xlm_roberta::XLMRobertaModel),
 }
@@ -78,6 +83,8 @@ struct Source {
     tok_path: PathBuf,
     cfg: serde_json::Value,
     model_type: String,
+    /// The encoder's shape when the native engine runs it (checked when opened).
+    native: Option<BertShape>,
 }
 
 /// What the first embedding call loads.
@@ -189,9 +196,11 @@ impl BertEmbedder {
                 model_type,
             });
         }
-        if model_type == "bert" && options.engine == Engine::Native {
-            BertShape::from_config(&config_path, &cfg)?;
-        }
+        let native = if model_type == "bert" && options.engine == Engine::Native {
+            Some(BertShape::from_config(&config_path, &cfg)?)
+        } else {
+            None
+        };
         let dim = cfg.get("hidden_size").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
         let name = dir
             .file_name()
@@ -206,6 +215,7 @@ impl BertEmbedder {
                 tok_path,
                 cfg,
                 model_type,
+                native,
             },
             dim,
             options,
@@ -221,15 +231,12 @@ impl BertEmbedder {
             .get("pad_token_id")
             .and_then(|v| v.as_u64())
             .unwrap_or(0) as u32;
-        let arch = match src.model_type.as_str() {
-            "bert" if self.options.engine == Engine::Native => {
-                let shape = BertShape::from_config(&src.config_path, &cfg)?;
-                Arch::Native(NativeBert::load(&src.weights, shape)?)
-            }
-            "bert" => {
+        let arch = match (src.native, src.model_type.as_str()) {
+            (Some(shape), _) => Arch::Native(NativeBert::load(&src.weights, shape)?),
+            (None, "bert") => {
                 let vb = var_builder(&src.weights, &self.device)?;
                 let c: bert::Config = parse_config(&src.config_path, cfg)?;
-                Arch::Bert(bert::BertModel::load(vb, &c)?)
+                Arch::Candle(CandleModel::Bert(bert::BertModel::load(vb, &c)?))
             }
             _ => {
                 let vb = var_builder(&src.weights, &self.device)?;
@@ -239,7 +246,9 @@ impl BertEmbedder {
                 } else {
                     vb
                 };
-                Arch::XlmRoberta(xlm_roberta::XLMRobertaModel::new(&c, vb)?)
+                Arch::Candle(CandleModel::XlmRoberta(xlm_roberta::XLMRobertaModel::new(
+                    &c, vb,
+                )?))
             }
         };
         let tokenizer = load_tokenizer(&src.tok_path, self.options.max_tokens, pad_id)?;
@@ -282,15 +291,16 @@ impl BertEmbedder {
     /// Embed texts as they are (no prefix), in batches of similar length.
     pub fn embed_raw(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let loaded = self.loaded()?;
-        if let Arch::Native(model) = &loaded.arch {
-            return self.embed_native(model, &loaded.unpadded, texts);
-        }
+        let model = match &loaded.arch {
+            Arch::Native(model) => return self.embed_native(model, &loaded.unpadded, texts),
+            Arch::Candle(model) => model,
+        };
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for batch in order.chunks(self.options.batch_size.max(1)) {
             let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-            let vectors = self.forward_batch(loaded, &inputs)?;
+            let vectors = self.forward_batch(model, &loaded.tokenizer, &inputs)?;
             for (&i, v) in batch.iter().zip(vectors) {
                 out[i] = v;
             }
@@ -305,8 +315,8 @@ impl BertEmbedder {
 
     /// Which forward pass this embedder runs.
     pub fn engine(&self) -> Engine {
-        if self.source.model_type == "bert" {
-            self.options.engine
+        if self.source.native.is_some() {
+            Engine::Native
         } else {
             Engine::Candle
         }
@@ -358,9 +368,13 @@ impl BertEmbedder {
         Ok(out)
     }
 
-    fn forward_batch(&self, loaded: &Loaded, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let encodings = loaded
-            .tokenizer
+    fn forward_batch(
+        &self,
+        model: &CandleModel,
+        tokenizer: &Tokenizer,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>> {
+        let encodings = tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
         let n = encodings.len();
@@ -374,14 +388,9 @@ impl BertEmbedder {
         let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
         let types = ids.zeros_like()?;
-        let hidden = match &loaded.arch {
-            Arch::Native(_) => {
-                return Err(EmbedError::Model(candle_core::Error::Msg(
-                    "padded batches are the candle engine's; the native engine packs".into(),
-                )))
-            }
-            Arch::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
-            Arch::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
+        let hidden = match model {
+            CandleModel::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
+            CandleModel::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
         };
         // Mean pooling over the mask, then L2 normalisation.
         let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
