@@ -21,13 +21,19 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-pub fn retrieval(data: &Path, s: &Settings, json_out: bool, obs: &dyn Observer) -> Result<Outcome> {
+/// The bundled cases, refused (input error) when the data gate would fail.
+fn load_cases(data: &Path) -> Result<Vec<cardinal_dataset::LoadedCase>> {
     let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
     if !diags.is_empty() {
         anyhow::bail!(cardinal_harness::HarnessError::Input(format!(
             "the cases have problems; run `cardinal data check`\n{diags}"
         )));
     }
+    Ok(cases)
+}
+
+pub fn retrieval(data: &Path, s: &Settings, json_out: bool, obs: &dyn Observer) -> Result<Outcome> {
+    let cases = load_cases(data)?;
     // A fresh temporary store, so ingest is measured from scratch; the same preparation
     // (KB, embedder, reranker) as every other command.
     let tmp = tempdir_path();
@@ -145,12 +151,7 @@ pub fn embed(
     })?;
     let chunks = cardinal_retrieval::indexed_chunks(&kb, &s.retrieval.chunker());
     let passages: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
-    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases"))?;
-    if !diags.is_empty() {
-        anyhow::bail!(cardinal_harness::HarnessError::Input(format!(
-            "the cases have problems; run `cardinal data check`\n{diags}"
-        )));
-    }
+    let cases = load_cases(data)?;
     let questions: Vec<&str> = cases.iter().map(|c| c.case.question.as_str()).collect();
     let engines = [Engine::Native, Engine::Candle];
     let models = engines
@@ -211,7 +212,7 @@ pub fn embed(
          tokens); medians of {runs} runs (native), {reference_runs} (candle); {} threads",
         passages.len(),
         questions.len(),
-        rayon_threads()
+        cardinal_embed::native::threads()
     )];
     let mut tps = [[0f64; 2]; 2];
     for (i, e) in engines.iter().enumerate() {
@@ -266,10 +267,6 @@ pub fn embed(
         }
     }
     Ok(Outcome::Pass)
-}
-
-fn rayon_threads() -> usize {
-    cardinal_embed::native::threads()
 }
 
 fn tempdir_path() -> std::path::PathBuf {
@@ -424,6 +421,282 @@ pub fn judge(
             reused as f64 / n,
             (prompt - reused) as f64 / total
         );
+    }
+    Ok(Outcome::Pass)
+}
+
+/// One timed generation: prompt processing and decoding.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+struct LlmRun {
+    prompt_tokens: usize,
+    prompt_seconds: f64,
+    generated_tokens: usize,
+    decode_seconds: f64,
+}
+
+impl LlmRun {
+    fn prompt_tps(&self) -> f64 {
+        self.prompt_tokens as f64 / self.prompt_seconds
+    }
+    fn decode_tps(&self) -> f64 {
+        self.generated_tokens as f64 / self.decode_seconds
+    }
+}
+
+/// What `cardinal bench llm` measures and with what.
+pub struct LlmBench {
+    pub model: String,
+    pub runs: usize,
+    pub batch: u32,
+    pub prompt_tokens: usize,
+    pub gen_tokens: u32,
+    /// The python of a llama-cpp-python install to time beside ours.
+    pub peer_python: Option<std::path::PathBuf>,
+    /// Flash attention on both sides.
+    pub flash_attention: bool,
+}
+
+/// The benchmark prompt: a fixed instruction over KB cards (English, in file order) added until
+/// the rendered prompt holds at least `target` tokens.
+fn llm_bench_messages(
+    kb: &cardinal_kb::KnowledgeBase,
+    model: &cardinal_llm_local::LocalModel,
+    target: usize,
+) -> Result<Vec<cardinal_llm::Message>> {
+    use cardinal_llm::Message;
+    let build = |notes: &str| {
+        vec![
+            Message::system("You are a careful assistant for a clinic's support desk."),
+            Message::user(format!(
+                "Support notes:\n\n{notes}\nRewrite every note above as a long numbered list of \
+                 short, plain sentences, one fact per line."
+            )),
+        ]
+    };
+    let mut notes = String::new();
+    for f in &kb.cards {
+        if f.card.lang != cardinal_kb::Lang::En {
+            continue;
+        }
+        notes.push_str(f.card.full_text());
+        notes.push('\n');
+        let messages = build(&notes);
+        if model.count_prompt_tokens(&messages)? >= target {
+            return Ok(messages);
+        }
+    }
+    Err(cardinal_harness::HarnessError::Input(format!(
+        "the KB's English cards make a prompt of fewer than {target} tokens; ask for fewer with --prompt-tokens"
+    ))
+    .into())
+}
+
+/// Run the peer once with `runs` timed generations.
+fn llm_peer_runs(
+    python: &Path,
+    gguf: &Path,
+    prompt_file: &Path,
+    cfg: &LlmBench,
+    threads: usize,
+    ctx: u32,
+    runs: usize,
+) -> Result<Vec<LlmRun>> {
+    let peer_err = |m: String| {
+        cardinal_harness::HarnessError::Llm(cardinal_llm::LlmError::Local(format!(
+            "the peer (llama-cpp-python via {}): {m}",
+            python.display()
+        )))
+    };
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(include_str!("llama_peer_bench.py"))
+        .arg("--model")
+        .arg(gguf)
+        .arg("--prompt-file")
+        .arg(prompt_file)
+        .args(["--gen", &cfg.gen_tokens.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--batch", &cfg.batch.to_string()])
+        .args(["--ctx", &ctx.to_string()])
+        .args(["--runs", &runs.to_string()])
+        .args([
+            "--flash-attn",
+            if cfg.flash_attention { "on" } else { "off" },
+        ])
+        .output()
+        .map_err(|e| peer_err(format!("cannot start it: {e}")))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        return Err(peer_err(format!(
+            "it exited with {}: {}",
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ))
+        .into());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let runs: Vec<LlmRun> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(serde_json::from_str)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| peer_err(format!("unreadable output ({e}): {stdout}")))?;
+    if runs.is_empty() {
+        return Err(peer_err("it printed no measurement".into()).into());
+    }
+    Ok(runs)
+}
+
+/// `cardinal bench llm`: prompt processing and decode speed of the in-process llama.cpp on a
+/// local model, and beside it (paired, alternating which goes first) llama-cpp-python on the
+/// same GGUF, prompt tokens, context, batch and threads.
+pub fn llm(
+    data: &Path,
+    s: &Settings,
+    cfg: &LlmBench,
+    json_out: bool,
+    obs: &dyn Observer,
+) -> Result<Outcome> {
+    use cardinal_llm::GenParams;
+    use cardinal_llm_local::{LocalModel, LocalOptions};
+    if cfg.runs == 0 || cfg.batch == 0 || cfg.gen_tokens == 0 || cfg.prompt_tokens == 0 {
+        anyhow::bail!(cardinal_harness::HarnessError::Input(
+            "--runs, --batch, --gen-tokens and --prompt-tokens must be at least 1".into()
+        ));
+    }
+    let kb_dir = data.join("kb");
+    let kb = cardinal_kb::KnowledgeBase::load(&kb_dir).map_err(|e| {
+        cardinal_harness::HarnessError::Input(format!(
+            "loading the KB from {}: {e}",
+            kb_dir.display()
+        ))
+    })?;
+    let (gguf, sha256) = cardinal_harness::models::local_gguf(&cfg.model, obs)?;
+    // No prefix cache: every run evaluates the whole prompt, as the peer does.
+    let model = LocalModel::load(
+        &gguf,
+        LocalOptions {
+            threads: s.llm.threads,
+            context_size: s.llm.context_size,
+            batch_size: cfg.batch,
+            prefix_cache: false,
+            sha256: Some(sha256),
+            flash_attention: Some(cfg.flash_attention),
+            ..LocalOptions::default()
+        },
+    )
+    .map_err(cardinal_harness::HarnessError::Llm)?;
+    let messages = llm_bench_messages(&kb, &model, cfg.prompt_tokens)?;
+    let prompt_file = tempdir_path().with_extension("prompt.txt");
+    std::fs::write(&prompt_file, model.render_prompt(&messages)?).map_err(
+        cardinal_harness::HarnessError::io("writing the benchmark prompt", &prompt_file),
+    )?;
+    let params = GenParams {
+        max_tokens: cfg.gen_tokens,
+        ..GenParams::default()
+    };
+    let mut ours = Vec::with_capacity(cfg.runs);
+    let mut peer = Vec::with_capacity(cfg.runs);
+    // One warm-up of each (page cache, thread pools), then paired runs, alternating order.
+    let result = (|| -> Result<()> {
+        model.complete_with_stats(&messages, &params)?;
+        let peer_python = cfg.peer_python.as_deref();
+        for r in 0..cfg.runs {
+            for side in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
+                match (side, peer_python) {
+                    (0, _) => {
+                        obs.note(&format!("run {}/{}: cardinal", r + 1, cfg.runs));
+                        let (_, st) = model.complete_with_stats(&messages, &params)?;
+                        ours.push(LlmRun {
+                            prompt_tokens: st.prompt_tokens - st.reused_tokens,
+                            prompt_seconds: st.prompt_seconds,
+                            generated_tokens: st.generated_tokens,
+                            decode_seconds: st.decode_seconds,
+                        });
+                    }
+                    (_, Some(py)) => {
+                        obs.note(&format!("run {}/{}: llama-cpp-python", r + 1, cfg.runs));
+                        // Its first generation is its warm-up.
+                        let got = llm_peer_runs(
+                            py,
+                            &gguf,
+                            &prompt_file,
+                            cfg,
+                            model.threads(),
+                            model.context_size(),
+                            2,
+                        )?;
+                        peer.push(got[got.len() - 1]);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&prompt_file);
+    result?;
+    let med = |v: &[LlmRun], f: fn(&LlmRun) -> f64| median(v.iter().map(f).collect());
+    let summary = |v: &[LlmRun]| {
+        json!({
+            "prompt_tokens": v[0].prompt_tokens,
+            "generated_tokens": med(v, |r| r.generated_tokens as f64),
+            "prompt_tokens_per_second": med(v, LlmRun::prompt_tps),
+            "decode_tokens_per_second": med(v, LlmRun::decode_tps),
+            "prompt_tps_runs": v.iter().map(LlmRun::prompt_tps).collect::<Vec<_>>(),
+            "decode_tps_runs": v.iter().map(LlmRun::decode_tps).collect::<Vec<_>>(),
+        })
+    };
+    let mut lines = vec![format!(
+        "{} ({}), {} threads, batch {}, context {}, flash attention {}; {} prompt tokens, up to {} generated; medians of {} runs",
+        cfg.model,
+        gguf.display(),
+        model.threads(),
+        cfg.batch,
+        model.context_size(),
+        if cfg.flash_attention { "on" } else { "off" },
+        ours[0].prompt_tokens,
+        cfg.gen_tokens,
+        cfg.runs
+    )];
+    let row = |who: &str, v: &[LlmRun]| {
+        format!(
+            "{who:<17} prompt {:>7.1} tokens/s   decode {:>6.1} tokens/s   ({:.0} tokens generated)",
+            med(v, LlmRun::prompt_tps),
+            med(v, LlmRun::decode_tps),
+            med(v, |r| r.generated_tokens as f64)
+        )
+    };
+    lines.push(row("cardinal", &ours));
+    let mut v = json!({
+        "model": cfg.model, "threads": model.threads(), "batch": cfg.batch,
+        "flash_attention": cfg.flash_attention,
+        "context": model.context_size(), "runs": cfg.runs,
+        "cardinal": summary(&ours),
+    });
+    if !peer.is_empty() {
+        if peer[0].prompt_tokens != ours[0].prompt_tokens {
+            lines.push(format!(
+                "warning: the peer tokenised the prompt into {} tokens, cardinal into {}",
+                peer[0].prompt_tokens, ours[0].prompt_tokens
+            ));
+        }
+        lines.push(row("llama-cpp-python", &peer));
+        let pp = med(&ours, LlmRun::prompt_tps) / med(&peer, LlmRun::prompt_tps);
+        let dec = med(&ours, LlmRun::decode_tps) / med(&peer, LlmRun::decode_tps);
+        lines.push(format!(
+            "cardinal / llama-cpp-python: prompt {pp:.2}x, decode {dec:.2}x (target >= 0.95x on both)"
+        ));
+        v["peer"] = summary(&peer);
+        v["ratio"] = json!({"prompt": pp, "decode": dec, "target": 0.95});
+    }
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for l in lines {
+            println!("{l}");
+        }
     }
     Ok(Outcome::Pass)
 }

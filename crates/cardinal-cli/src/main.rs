@@ -209,6 +209,37 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// llama.cpp speed: prompt processing and decode tokens/s of a local model in-process
+    /// (no prefix cache), and with --peer the same GGUF, prompt, context, batch and threads
+    /// through llama-cpp-python, paired and alternating; medians and the ratios. Target:
+    /// >= 0.95x the peer on both. `scripts/llm-bench` installs the peer and runs this.
+    Llm {
+        /// Local model.
+        #[arg(long, value_parser = ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"], default_value = "qwen2.5-coder-0.5b")]
+        model: String,
+        /// Paired runs.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Tokens per llama.cpp batch and micro-batch, on both sides (llama.cpp's default 512;
+        /// the agent runs with 128, which reuses more of a shared prefix).
+        #[arg(long, default_value_t = 512)]
+        batch: u32,
+        /// Prompt length to reach (English KB cards are added until it is).
+        #[arg(long, default_value_t = 512)]
+        prompt_tokens: usize,
+        /// Tokens to generate at most (greedy; stops earlier at end of generation).
+        #[arg(long, default_value_t = 128)]
+        gen_tokens: u32,
+        /// The python of a llama-cpp-python install to compare with (e.g. the one
+        /// `scripts/llama-cpp-python-venv` prints).
+        #[arg(long)]
+        peer: Option<PathBuf>,
+        /// Flash attention on both sides (llama-cpp-python's default is off).
+        #[arg(long, value_parser = ["on", "off"], default_value = "off")]
+        flash_attn: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Ingest throughput (chunks/s) into a fresh store, query latency p50/p95 for dense,
     /// lexical and hybrid over every case, and the best-cosine distribution of gold vs no_match
     /// cases against the similarity floor.
@@ -453,6 +484,31 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         } => {
             let s = args::settings(&cli.retrieval, None, None)?;
             bench_cmd::embed(&cli.data, &s, runs, reference_runs, json, &obs)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Llm {
+                    model,
+                    runs,
+                    batch,
+                    prompt_tokens,
+                    gen_tokens,
+                    peer,
+                    flash_attn,
+                    json,
+                },
+        } => {
+            let s = args::settings(&cli.retrieval, None, None)?;
+            let cfg = bench_cmd::LlmBench {
+                model,
+                runs,
+                batch,
+                prompt_tokens,
+                gen_tokens,
+                peer_python: peer,
+                flash_attention: flash_attn == "on",
+            };
+            bench_cmd::llm(&cli.data, &s, &cfg, json, &obs)
         }
         Command::Bench {
             command: BenchCommand::Retrieval { json },

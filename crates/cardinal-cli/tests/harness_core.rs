@@ -532,3 +532,37 @@ fn a_failed_fresh_run_leaves_no_report_of_the_previous_one() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(!out.exists());
 }
+
+#[test]
+fn bench_llm_separates_bad_arguments_from_a_peer_that_fails() {
+    // Zero runs: input error, before any model is loaded.
+    let o = cardinal(&["bench", "llm", "--runs", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--runs"),
+        "{}",
+        text(&o)
+    );
+    // A peer python that exits non-zero: runtime failure, 3, naming the peer. (Cardinal's own
+    // side runs first on even runs, so this also measures the in-process model once.)
+    let o = cardinal(&[
+        "--data",
+        bundled_data().to_str().unwrap(),
+        "bench",
+        "llm",
+        "--runs",
+        "1",
+        "--prompt-tokens",
+        "48",
+        "--gen-tokens",
+        "2",
+        "--peer",
+        "false",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("llama-cpp-python"),
+        "{}",
+        text(&o)
+    );
+}

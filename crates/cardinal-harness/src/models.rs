@@ -1,6 +1,7 @@
 //! Chat models from settings: the agent's generator and the judge's model, behind the shared
 //! response cache. Local models are pulled from their pinned packages on first use.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use cardinal_agent::Generator;
@@ -114,8 +115,9 @@ pub fn judge_probe(
     Ok(Some(Arc::new(cached)))
 }
 
-/// Load a registry GGUF model in-process, pulling it first when it is not installed.
-pub fn load_local(name: &str, s: &Settings, obs: &dyn Observer) -> Result<LocalModel> {
+/// The GGUF file of a registry model and its sha256, pulling the model first when it is not
+/// installed.
+pub fn local_gguf(name: &str, obs: &dyn Observer) -> Result<(PathBuf, String)> {
     let note = |line: &str| obs.note(line);
     let installed = cardinal_models::ensure(name, &PullOptions::from_env(&note))
         .ctx(|| format!("installing the local model {name}"))?;
@@ -130,14 +132,19 @@ pub fn load_local(name: &str, s: &Settings, obs: &dyn Observer) -> Result<LocalM
                 message: format!("the installed model {name} has no .gguf file"),
             })
         })?;
-    let path = installed.file(&file.name);
+    Ok((installed.file(&file.name), file.sha256.clone()))
+}
+
+/// Load a registry GGUF model in-process, pulling it first when it is not installed.
+pub fn load_local(name: &str, s: &Settings, obs: &dyn Observer) -> Result<LocalModel> {
+    let (path, sha256) = local_gguf(name, obs)?;
     obs.note(&format!("loading {name} ({})", path.display()));
     LocalModel::load(
         &path,
         LocalOptions {
             threads: s.llm.threads,
             context_size: s.llm.context_size,
-            sha256: Some(file.sha256.clone()),
+            sha256: Some(sha256),
             ..LocalOptions::default()
         },
     )

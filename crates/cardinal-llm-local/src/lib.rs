@@ -65,6 +65,8 @@ pub struct LocalOptions {
     /// The model file's sha256 when the caller knows it (from a manifest); it goes into
     /// [`ChatModel::id`]. Without it the id carries the file size.
     pub sha256: Option<String>,
+    /// Flash attention: `None` lets llama.cpp decide (it enables it on CPU).
+    pub flash_attention: Option<bool>,
 }
 
 impl Default for LocalOptions {
@@ -76,6 +78,7 @@ impl Default for LocalOptions {
             prefix_cache: true,
             prefix_slots: 4,
             sha256: None,
+            flash_attention: None,
         }
     }
 }
@@ -317,7 +320,12 @@ impl LocalModel {
             .with_n_seq_max(n_seq)
             .with_kv_unified(true)
             .with_n_threads(n_threads)
-            .with_n_threads_batch(n_threads);
+            .with_n_threads_batch(n_threads)
+            .with_flash_attention_policy(match options.flash_attention {
+                None => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+                Some(true) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                Some(false) => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+            });
         let mut this = LocalModel {
             state: None,
             model,
