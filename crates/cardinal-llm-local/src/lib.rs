@@ -732,33 +732,7 @@ impl LocalModel {
         if checks.is_empty() {
             return Ok((Vec::new(), GenStats::default()));
         }
-        let (full, pieces) = self.render(messages)?;
-        let Some(pieces) = pieces else {
-            let _ = full;
-            return Err(local(
-                "the chat template rewrites message contents; yes/no checks need the contents verbatim",
-            ));
-        };
-        let (prefix, first_end) = self.prompt_tokens_split(messages)?;
-        // `prefix` ends with the template's tail after the last content: cut it off.
-        let vocab = self.model.vocab();
-        let tail_piece = pieces.last().cloned().unwrap_or_default();
-        let tail = vocab.tokenize(tail_piece.as_bytes(), false, true);
-        let shared = prefix.len().saturating_sub(tail.len());
-        if prefix[shared..] != tail[..] {
-            return Err(local(
-                "cannot locate the end of the last message in the prompt",
-            ));
-        }
-        let prefix = &prefix[..shared];
-        let suffixes: Vec<Vec<LlamaToken>> = checks
-            .iter()
-            .map(|c| {
-                let mut s = vocab.tokenize(c.as_bytes(), false, false);
-                s.extend_from_slice(&tail);
-                s
-            })
-            .collect();
+        let (prefix, suffixes, first_end) = self.probe_tokens(messages, checks)?;
         let longest = suffixes.iter().map(Vec::len).max().unwrap_or(0);
         let n_ctx = self.context_size as usize;
         if self.probe_seqs == 0 {
@@ -773,21 +747,123 @@ impl LocalModel {
                 prefix.len()
             )));
         }
-        let (yes, no) = self.yes_no_tokens();
-        if yes.is_empty() || no.is_empty() {
-            return Err(local("the vocabulary has no single-token Yes/No"));
-        }
+        let (yes, no) = self.checked_yes_no_tokens()?;
         let mut state = self.lock();
-        let i = self.pick_slot(&mut state, prefix, first_end);
+        let i = self.pick_slot(&mut state, &prefix, first_end);
         state.clock += 1;
         let clock = state.clock;
         let slot = &mut state.slots[i];
         slot.last_used = clock;
-        let result = self.probe(slot, prefix, &suffixes, &yes, &no);
+        let result = self.probe(slot, &prefix, &suffixes, &yes, &no);
         if result.is_err() {
             slot.forget();
         }
         result
+    }
+
+    /// The probe's tokens: the shared prompt (up to the end of the last message's content),
+    /// each check's suffix (its text, then the template's closing of the user turn and the
+    /// assistant opener), and where the first message ends (for slot choice).
+    #[allow(clippy::type_complexity)]
+    fn probe_tokens(
+        &self,
+        messages: &[Message],
+        checks: &[String],
+    ) -> Result<(Vec<LlamaToken>, Vec<Vec<LlamaToken>>, usize)> {
+        let (full, pieces) = self.render(messages)?;
+        let Some(pieces) = pieces else {
+            let _ = full;
+            return Err(local(
+                "the chat template rewrites message contents; yes/no checks need the contents verbatim",
+            ));
+        };
+        let (mut prefix, first_end) = self.prompt_tokens_split(messages)?;
+        // `prefix` ends with the template's tail after the last content: cut it off.
+        let vocab = self.model.vocab();
+        let tail_piece = pieces.last().cloned().unwrap_or_default();
+        let tail = vocab.tokenize(tail_piece.as_bytes(), false, true);
+        let shared = prefix.len().saturating_sub(tail.len());
+        if prefix[shared..] != tail[..] {
+            return Err(local(
+                "cannot locate the end of the last message in the prompt",
+            ));
+        }
+        prefix.truncate(shared);
+        let suffixes = checks
+            .iter()
+            .map(|c| {
+                let mut s = vocab.tokenize(c.as_bytes(), false, false);
+                s.extend_from_slice(&tail);
+                s
+            })
+            .collect();
+        Ok((prefix, suffixes, first_end))
+    }
+
+    fn checked_yes_no_tokens(&self) -> Result<(Vec<LlamaToken>, Vec<LlamaToken>)> {
+        let (yes, no) = self.yes_no_tokens();
+        if yes.is_empty() || no.is_empty() {
+            return Err(local("the vocabulary has no single-token Yes/No"));
+        }
+        Ok((yes, no))
+    }
+
+    /// The same checks the plain way — each one the whole prompt with its suffix, evaluated
+    /// from an empty cache as one sequence — for tests that hold the shared-prefix,
+    /// multi-sequence path of [`Self::yes_no_with_stats`] to it. Slow; not for production.
+    #[doc(hidden)]
+    pub fn yes_no_reference(
+        &self,
+        messages: &[Message],
+        checks: &[String],
+    ) -> Result<Vec<cardinal_llm::YesNo>> {
+        let (prefix, suffixes, _) = self.probe_tokens(messages, checks)?;
+        let (yes, no) = self.checked_yes_no_tokens()?;
+        let chunk = self.batch_size as usize;
+        let mut state = self.lock();
+        let slot = &mut state.slots[0];
+        let mut out = Vec::with_capacity(suffixes.len());
+        let mut result = Ok(());
+        for suffix in &suffixes {
+            slot.forget();
+            let tokens: Vec<LlamaToken> = prefix.iter().chain(suffix).copied().collect();
+            let mut batch = LlamaBatch::new(chunk, 1);
+            let mut read = vec![None];
+            for (n, piece) in tokens.chunks(chunk).enumerate() {
+                batch.clear();
+                let mut pending = Vec::new();
+                for (j, &tok) in piece.iter().enumerate() {
+                    let pos = n * chunk + j;
+                    let last = pos + 1 == tokens.len();
+                    if last {
+                        pending.push((0, batch.n_tokens()));
+                    }
+                    if let Err(e) = batch.add(tok, pos as i32, &[0], last) {
+                        result = Err(local(format!("llama.cpp batch: {e}")));
+                        break;
+                    }
+                }
+                if result.is_err() {
+                    break;
+                }
+                result = self.decode_and_read(slot, &mut batch, &mut pending, &mut read, &yes, &no);
+                if result.is_err() {
+                    break;
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+            match read[0] {
+                Some(v) => out.push(v),
+                None => {
+                    result = Err(local("a check produced no logits"));
+                    break;
+                }
+            }
+        }
+        slot.forget();
+        result.map(|()| out)
     }
 
     fn probe(

@@ -309,3 +309,92 @@ fn yes_no_checks_read_probabilities_and_prefix_reuse_changes_nothing() {
     let out = m.complete(&question(), &params(8)).unwrap();
     assert!(!out.text.trim().is_empty());
 }
+
+/// The judge's instrument held to the plain computation: every check's P(Yes) through the
+/// shared-prefix, multi-sequence path (two groups of parallel sequences, suffixes split across
+/// batches of 8 tokens) is compared with the same check evaluated alone from an empty cache as
+/// one sequence. They are not bit-identical: llama.cpp's quantised kernels round differently
+/// with the batch's shape, and the plain computation alone moves by up to ~0.035 between batch
+/// sizes (printed as the noise floor). Measured on this 0.5B: the two paths differ by at most
+/// 0.048 (mean 0.012-0.017). The bounds (0.1 on any check, 0.03 on average) leave that room and
+/// still catch a leak between sequences, a wrong position or logits read from the wrong row.
+#[test]
+fn multi_sequence_checks_match_each_check_evaluated_alone() {
+    let options = |batch_size| LocalOptions {
+        context_size: 1024,
+        batch_size,
+        ..small_options()
+    };
+    let m = own_model(options(8));
+    let wide = own_model(options(32));
+    let messages = vec![
+        Message::system("Answer each question about the context with Yes or No."),
+        Message::user(
+            "Context: Redbird Clinics keeps unopened insulin in the refrigerator, never frozen. \
+             An opened pen lasts 28 days at room temperature. Refills are requested in the \
+             portal five business days ahead; a controlled medicine needs a visit in the last six \
+             months. The nurse line is open 7 am to 10 pm; after hours call 555-0142.\n\n\
+             Question: ",
+        ),
+    ];
+    let checks: Vec<String> = [
+        "Does the context say unopened insulin goes in the refrigerator?",
+        "Does the context say insulin may be frozen?",
+        "Does the context say an opened pen lasts 28 days?",
+        "Does the context say an opened pen lasts a year?",
+        "Does the context say refills are requested five business days ahead?",
+        "Does the context say refills can be requested the same day?",
+        "Does the context give 555-0142 as the after-hours number?",
+        "Does the context give 911 as the after-hours number?",
+        "Is the context about a clinic?",
+        "Is the context about a football match?",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (shared, _) = m.yes_no_with_stats(&messages, &checks).unwrap();
+    let alone = m.yes_no_reference(&messages, &checks).unwrap();
+    let alone_wide = wide.yes_no_reference(&messages, &checks).unwrap();
+    assert_eq!(shared.len(), checks.len());
+    assert_eq!(alone.len(), checks.len());
+    let diff = |a: &[cardinal_llm::YesNo], b: &[cardinal_llm::YesNo]| -> Vec<f64> {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x.p_yes - y.p_yes).abs())
+            .collect()
+    };
+    let noise = diff(&alone, &alone_wide);
+    let paths = diff(&shared, &alone);
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    for (c, ((a, b), w)) in checks
+        .iter()
+        .zip(shared.iter().zip(&alone).zip(&alone_wide))
+    {
+        eprintln!(
+            "shared {:.3}  alone {:.3}  alone, batch 32 {:.3}  {c}",
+            a.p_yes, b.p_yes, w.p_yes
+        );
+        let (ma, mb) = (a.mass.unwrap(), b.mass.unwrap());
+        assert!((ma - mb).abs() < 0.1, "{c}: mass {ma} vs {mb}");
+    }
+    eprintln!(
+        "|shared - alone|: max {:.4} mean {:.4}; batch-size noise: max {:.4} mean {:.4}",
+        max(&paths),
+        mean(&paths),
+        max(&noise),
+        mean(&noise)
+    );
+    assert!(
+        max(&paths) <= 0.1,
+        "the multi-sequence path differs from the plain one by {:.4} (noise floor {:.4})",
+        max(&paths),
+        max(&noise)
+    );
+    assert!(
+        mean(&paths) <= 0.03,
+        "mean difference {:.4} (noise floor {:.4})",
+        mean(&paths),
+        mean(&noise)
+    );
+}
