@@ -32,6 +32,17 @@ fn load_cases(data: &Path) -> Result<Vec<cardinal_dataset::LoadedCase>> {
     Ok(cases)
 }
 
+/// The bundled KB, refused (input error) when a card does not parse.
+fn load_kb(data: &Path) -> Result<cardinal_kb::KnowledgeBase> {
+    let kb_dir = data.join("kb");
+    Ok(cardinal_kb::KnowledgeBase::load(&kb_dir).map_err(|e| {
+        cardinal_harness::HarnessError::Input(format!(
+            "loading the KB from {}: {e}",
+            kb_dir.display()
+        ))
+    })?)
+}
+
 pub fn retrieval(data: &Path, s: &Settings, json_out: bool, obs: &dyn Observer) -> Result<Outcome> {
     let cases = load_cases(data)?;
     // A fresh temporary store, so ingest is measured from scratch; the same preparation
@@ -142,13 +153,7 @@ pub fn embed(
             "--runs and --reference-runs must be at least 1".into()
         ));
     }
-    let kb_dir = data.join("kb");
-    let kb = cardinal_kb::KnowledgeBase::load(&kb_dir).map_err(|e| {
-        cardinal_harness::HarnessError::Input(format!(
-            "loading the KB from {}: {e}",
-            kb_dir.display()
-        ))
-    })?;
+    let kb = load_kb(data)?;
     let chunks = cardinal_retrieval::indexed_chunks(&kb, &s.retrieval.chunker());
     let passages: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
     let cases = load_cases(data)?;
@@ -565,13 +570,7 @@ pub fn llm(
             "--runs, --batch, --gen-tokens and --prompt-tokens must be at least 1".into()
         ));
     }
-    let kb_dir = data.join("kb");
-    let kb = cardinal_kb::KnowledgeBase::load(&kb_dir).map_err(|e| {
-        cardinal_harness::HarnessError::Input(format!(
-            "loading the KB from {}: {e}",
-            kb_dir.display()
-        ))
-    })?;
+    let kb = load_kb(data)?;
     let (gguf, sha256) = cardinal_harness::models::local_gguf(&cfg.model, obs)?;
     // No prefix cache: every run evaluates the whole prompt, as the peer does.
     let model = LocalModel::load(
