@@ -4,7 +4,12 @@
 //! cargo run --release -p cardinal-agent --example policy_fit -- --alternatives
 //! cargo run --release -p cardinal-agent --example policy_fit -- --write data/policy/policy-v2.json
 //! cargo run --release -p cardinal-agent --example policy_fit -- --alternatives --test
+//! cargo run --release -p cardinal-agent --example policy_fit -- --second-opinion qwen2.5-coder-1.5b --alternatives
 //! ```
+//!
+//! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
+//! (through the default probe cache, `.cardinal/cache/probes`) and adds the alternatives that
+//! read them (J, K, L).
 //!
 //! `--alternatives` prints the cross-validated (train-only) figures of every alternative;
 //! `--test` additionally fits each on all of train and scores it on the test split (for the
@@ -71,10 +76,48 @@ fn main() {
     let chunks = indexed_chunks(&kb, &cfg.chunker());
     let retriever =
         Retriever::new(cfg, &chunks, Box::new(store), embedder, None).expect("retriever");
-    let fz = RetrieverFeaturizer(&retriever);
+    let so_name = args
+        .iter()
+        .position(|a| a == "--second-opinion")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let so_model = so_name.as_deref().map(|name| {
+        let inst =
+            cardinal_models::ensure(name, &cardinal_models::PullOptions::from_env(&progress))
+                .expect("second-opinion model");
+        let file = inst
+            .manifest
+            .files
+            .iter()
+            .find(|f| f.name.ends_with(".gguf"))
+            .expect("a .gguf file");
+        let m = cardinal_llm_local::LocalModel::load(
+            &inst.file(&file.name),
+            cardinal_llm_local::LocalOptions {
+                sha256: Some(file.sha256.clone()),
+                context_size: 2048,
+                ..Default::default()
+            },
+        )
+        .expect("load the second-opinion model");
+        let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cardinal/cache/probes");
+        cardinal_llm::CachedYesNo::new(m, cache, true).expect("probe cache")
+    });
+    let fz = RetrieverFeaturizer {
+        retriever: &retriever,
+        second_opinion: so_name
+            .as_deref()
+            .zip(so_model.as_ref())
+            .map(|(n, m)| (n, m as &dyn cardinal_llm::YesNoModel)),
+    };
 
     // Fitting input: the train split only.
-    let train = TrainSet::from_cases(&cases).expect("train set");
+    let mut train = TrainSet::from_cases(&cases).expect("train set");
+    if std::env::var("POLICY_TRAIN").as_deref() == Ok("v2") {
+        // Only the safety cases v2 (they carry a form); the older cases were labelled before
+        // the v2 class definitions.
+        train.retain(|c| c.form.is_some());
+    }
     eprintln!(
         "train: {} cases, sha256 {}",
         train.cases().len(),
@@ -153,6 +196,25 @@ fn main() {
             },
         ),
     ];
+    if fz.second_opinion.is_some() {
+        for (name, weight) in [
+            ("J E + second opinion", 1.0),
+            ("K E + second opinion x3", 3.0),
+            ("L E + second opinion x10", 10.0),
+        ] {
+            alternatives.push((
+                name,
+                FitOptions {
+                    cosine_feature: true,
+                    second_opinion: true,
+                    second_opinion_weight: weight,
+                    ..base.clone()
+                },
+            ));
+        }
+    } else {
+        eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
+    }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
         alternatives.retain(|(n, _)| n.starts_with(&chosen));
     }
@@ -175,12 +237,98 @@ fn main() {
         println!("| alternative | split | lang | refusal recall | false refusals | escalated | out-of-scope answered | thresholds |");
         println!("|---|---|---|---|---|---|---|---|");
         for (name, opt) in &alternatives {
-            let m = fit_with_features(&train, &train_feats, &fz.embedder_id(), opt).expect("fit");
+            let m = fit_with_features(
+                &train,
+                &train_feats,
+                &fz.embedder_id(),
+                fz.second_opinion_info(),
+                opt,
+            )
+            .expect("fit");
             if let Ok(dir) = std::env::var("POLICY_ALT_DIR") {
                 let letter = name.split(' ').next().unwrap_or("x");
                 let text = serde_json::to_string(&m).expect("serialise");
                 std::fs::write(Path::new(&dir).join(format!("{letter}.json")), text + "\n")
                     .expect("write alternative");
+            }
+            {
+                // Out-of-fold figures on the v2 cases of train only (the population of the
+                // test split), so alternatives fitted on different train sets compare.
+                let oof = cardinal_agent::policy::fit::out_of_fold(
+                    &train,
+                    &train_feats,
+                    opt,
+                    &fz.embedder_id(),
+                );
+                let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
+                for (i, tc) in train.cases().iter().enumerate() {
+                    if tc.form.is_some() {
+                        let d = decide(&oof[i], train_feats[i].rule_hit, &m.thresholds, opt);
+                        per.entry(tc.lang).or_default().add(tc.class, &d);
+                    }
+                }
+                for (lang, c) in &per {
+                    println!(
+                        "| {name} | train v2 cases (5-fold CV) | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | |",
+                        c.recall(), c.refused, c.refuse_n,
+                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
+                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
+                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
+                    );
+                }
+            }
+            if let Ok(path) = std::env::var("POLICY_DUMP_OOF") {
+                // Train-only out-of-fold signals, for prototyping a second stage.
+                let oof = cardinal_agent::policy::fit::out_of_fold(
+                    &train,
+                    &train_feats,
+                    opt,
+                    &fz.embedder_id(),
+                );
+                let lines: Vec<String> = train
+                    .cases()
+                    .iter()
+                    .zip(&oof)
+                    .zip(&train_feats)
+                    .map(|((tc, s), f)| {
+                        serde_json::json!({"id": tc.id, "lang": tc.lang, "class": tc.class,
+                            "form": tc.form, "rule_hit": f.rule_hit, "signals": s,
+                            "so": f.second_opinion, "thresholds": m.thresholds})
+                        .to_string()
+                    })
+                    .collect();
+                std::fs::write(&path, lines.join("\n") + "\n").expect("dump");
+            }
+            if std::env::var("POLICY_EXPLAIN").is_ok() {
+                // Train-only: the out-of-fold decisions that are wrong.
+                let oof = cardinal_agent::policy::fit::out_of_fold(
+                    &train,
+                    &train_feats,
+                    opt,
+                    &fz.embedder_id(),
+                );
+                for (i, tc) in train.cases().iter().enumerate() {
+                    let d = decide(&oof[i], train_feats[i].rule_hit, &m.thresholds, opt);
+                    let mut c = Confusion::default();
+                    c.add(tc.class, &d);
+                    let wrong = c.benign_refused
+                        + c.oos_answered
+                        + (c.refuse_n - c.refused)
+                        + (c.emergency_n - c.escalated);
+                    if wrong > 0 {
+                        eprintln!(
+                            "  {name} | {} | {} | {:?} | unsafe {:.2} top {} | oos {:.2} cos {:.3} | {}",
+                            tc.id,
+                            tc.class,
+                            d,
+                            oof[i].unsafe_mass,
+                            oof[i].top_unsafe,
+                            oof[i].p_out_of_scope,
+                            oof[i].best_cosine.unwrap_or(0.0),
+                            tc.question
+                        );
+                    }
+                }
             }
             let th = format!(
                 "unsafe ≥ {:.2}, oos ≥ {:.2}, floor {:.3}",
@@ -230,7 +378,14 @@ fn main() {
             .iter()
             .find(|(n, _)| n.starts_with(&name))
             .expect("POLICY_CHOICE names an alternative");
-        let m = fit_with_features(&train, &train_feats, &fz.embedder_id(), opt).expect("fit");
+        let m = fit_with_features(
+            &train,
+            &train_feats,
+            &fz.embedder_id(),
+            fz.second_opinion_info(),
+            opt,
+        )
+        .expect("fit");
         let text = serde_json::to_string(&m).expect("serialise");
         std::fs::write(&path, text + "\n").expect("write policy");
         eprintln!("wrote {} (train sha256 {})", path.display(), m.train.sha256);

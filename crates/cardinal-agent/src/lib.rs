@@ -38,6 +38,8 @@ pub enum AgentError {
     Embed(#[from] cardinal_embed::EmbedError),
     #[error("safety policy: {0}")]
     Policy(String),
+    #[error("safety policy: the second-opinion model failed: {0}")]
+    SecondOpinion(#[source] cardinal_llm::LlmError),
 }
 
 pub type Result<T, E = AgentError> = std::result::Result<T, E>;
@@ -145,6 +147,8 @@ pub struct Agent {
     pub mode: Mode,
     /// The fitted policy (by default the bundled `data/policy/policy-v2.json`).
     pub policy: Arc<PolicyModel>,
+    /// The model answering the policy's second-opinion checks, when the policy reads them.
+    pub second_opinion: Option<Arc<dyn cardinal_llm::YesNoModel>>,
 }
 
 impl Agent {
@@ -155,7 +159,38 @@ impl Agent {
             generator,
             mode: Mode::Hybrid,
             policy: policy::bundled(),
+            second_opinion: None,
         }
+    }
+
+    /// The same agent with the model that answers the policy's second-opinion checks.
+    pub fn with_second_opinion(mut self, model: Arc<dyn cardinal_llm::YesNoModel>) -> Self {
+        self.second_opinion = Some(model);
+        self
+    }
+
+    /// The second-opinion answers of `question`, when the policy reads them: errors when the
+    /// policy needs a model the agent lacks, or was fitted with another one.
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>> {
+        let Some(info) = self.policy.second_opinion.as_ref() else {
+            return Ok(None);
+        };
+        let Some(model) = self.second_opinion.as_ref() else {
+            return Err(AgentError::Policy(format!(
+                "the policy reads second-opinion checks from the local model `{}`, and none is attached",
+                info.model
+            )));
+        };
+        if model.id() != info.model_id {
+            return Err(AgentError::Policy(format!(
+                "the policy was fitted with second-opinion model `{}` but the agent has `{}`",
+                info.model_id,
+                model.id()
+            )));
+        }
+        policy::second_opinion::ask(model.as_ref(), question)
+            .map(Some)
+            .map_err(AgentError::SecondOpinion)
     }
 
     /// The same agent with another fitted policy.
@@ -203,6 +238,7 @@ impl Agent {
             segment_texts,
             segment_embeddings: vectors,
             rule_hit: !policy::rules::injection_markers(question).is_empty(),
+            second_opinion: self.second_opinion(question)?,
         })
     }
 

@@ -20,6 +20,7 @@
 pub mod fit;
 pub mod model;
 pub mod rules;
+pub mod second_opinion;
 
 use std::sync::{Arc, OnceLock};
 
@@ -29,7 +30,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 pub use fit::{CaseFeatures, Featurizer, FitError, TrainSet};
-pub use model::{FitOptions, PolicyModel, Thresholds};
+pub use model::{FitOptions, PolicyModel, SecondOpinionInfo, Thresholds};
 
 /// Why the agent did not answer normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,6 +130,10 @@ pub struct Signals {
     pub p_out_of_scope: f32,
     pub best_cosine: Option<f32>,
     pub segments: Vec<SegmentSignals>,
+    /// P(Yes) of each second-opinion check, by the class it asks about (empty when the policy
+    /// does not read them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub second_opinion: Vec<(SafetyClass, f32)>,
 }
 
 impl Default for Signals {
@@ -140,6 +145,7 @@ impl Default for Signals {
             p_out_of_scope: 0.0,
             best_cosine: None,
             segments: Vec::new(),
+            second_opinion: Vec::new(),
         }
     }
 }
@@ -147,18 +153,22 @@ impl Default for Signals {
 impl Signals {
     /// The model's signals for one message's features.
     pub fn of(m: &PolicyModel, f: &CaseFeatures) -> Signals {
+        let so = f
+            .second_opinion
+            .as_deref()
+            .filter(|_| m.options.second_opinion);
         let p = m.probabilities(&model::features(
             &f.embedding,
             f.best_cosine,
-            m.options.cosine_feature,
+            so,
+            &m.options,
         ));
         let segments = f
             .segment_embeddings
             .iter()
             .zip(&f.segment_texts)
             .map(|(e, text)| {
-                let ps =
-                    m.probabilities(&model::features(e, f.best_cosine, m.options.cosine_feature));
+                let ps = m.probabilities(&model::features(e, f.best_cosine, so, &m.options));
                 SegmentSignals {
                     text: text.clone(),
                     unsafe_mass: m.unsafe_mass(&ps),
@@ -175,6 +185,14 @@ impl Signals {
             p_out_of_scope: m.prob(&p, SafetyClass::OutOfScope),
             best_cosine: f.best_cosine,
             segments,
+            second_opinion: match so {
+                Some(p) => second_opinion::CHECKS
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .zip(p.iter().copied())
+                    .collect(),
+                None => Vec::new(),
+            },
         }
     }
 

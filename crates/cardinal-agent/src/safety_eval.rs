@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use cardinal_dataset::{CaseType, Expect, LoadedCase, SafetyClass, Split};
 use cardinal_eval::{safety_scores, wilson_95, SafetyExpect, SafetyInput};
 use cardinal_kb::Lang;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{rulecite, Agent, RefusalReason, Result};
 
 /// One evaluated case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SafetyRow {
     pub id: String,
     pub lang: Lang,
@@ -30,7 +30,7 @@ pub struct SafetyRow {
 }
 
 /// Successes out of n.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
     pub k: usize,
     pub n: usize,
@@ -58,7 +58,7 @@ impl Tally {
 }
 
 /// Tallies of one slice.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SafetyTallies {
     /// Adversarial cases expecting a refusal that were refused.
     pub refusal_recall: Tally,
@@ -103,7 +103,7 @@ impl SafetyTallies {
 }
 
 /// The report of one split.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SafetyReport {
     pub split: String,
     pub overall: SafetyTallies,
@@ -111,18 +111,23 @@ pub struct SafetyReport {
     pub per_class: BTreeMap<String, SafetyTallies>,
     pub per_form: BTreeMap<String, SafetyTallies>,
     pub per_lang_class: BTreeMap<String, SafetyTallies>,
+    /// The cases (kept out of JSON: a run's records already carry them).
+    #[serde(skip)]
     pub rows: Vec<SafetyRow>,
 }
 
-/// Run every case of `split` through the agent.
-pub fn evaluate(agent: &Agent, cases: &[LoadedCase], split: Split) -> Result<SafetyReport> {
-    let mut rep = SafetyReport {
-        split: split.as_str().into(),
-        ..Default::default()
-    };
-    for lc in cases.iter().filter(|c| c.case.split == Some(split)) {
-        let c = &lc.case;
-        let turn = agent.answer(&c.question, Some(c.lang))?;
+impl SafetyRow {
+    /// The row of one case and the agent's outcome on it: the pure safety scores of
+    /// `cardinal_eval` and whether a rule-backed refusal cites a card with a rule of its class.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        kb: &cardinal_kb::KnowledgeBase,
+        c: &cardinal_dataset::Case,
+        refused: bool,
+        escalated: bool,
+        reason: Option<RefusalReason>,
+        citations: &[String],
+    ) -> SafetyRow {
         let expect = match c.expect {
             Expect::Answer => SafetyExpect::Answer,
             Expect::Refuse => SafetyExpect::Refuse,
@@ -132,45 +137,74 @@ pub fn evaluate(agent: &Agent, cases: &[LoadedCase], split: Split) -> Result<Saf
             expect,
             adversarial: c.case_type == CaseType::Adversarial,
             answer_gold: &c.answer_gold,
-            refused: turn.refused,
-            escalated: turn.escalated,
-            cited: &turn.citations,
+            refused,
+            escalated,
+            cited: citations,
         });
-        let cites_real_rule = turn.refusal_reason.and_then(|r| r.class()).map(|class| {
-            turn.citations
+        let cites_real_rule = reason.and_then(|r| r.class()).map(|class| {
+            citations
                 .first()
-                .is_some_and(|id| rulecite::cited_rule(&agent.kb, id, class).is_some())
+                .is_some_and(|id| rulecite::cited_rule(kb, id, class).is_some())
         });
-        let row = SafetyRow {
+        SafetyRow {
             id: c.id.clone(),
             lang: c.lang,
             class: c.class,
             form: c.form.map(|f| f.as_str().to_string()),
             question: c.question.clone(),
-            refused: turn.refused,
-            escalated: turn.escalated,
-            reason: turn.refusal_reason,
-            citations: turn.citations.clone(),
+            refused,
+            escalated,
+            reason,
+            citations: citations.to_vec(),
             cites_real_rule,
             scores,
-        };
-        rep.overall.add(&row);
-        rep.per_lang.entry(c.lang).or_default().add(&row);
-        let class = c.class.map(|x| x.as_str()).unwrap_or("unlabelled");
-        rep.per_class.entry(class.into()).or_default().add(&row);
-        rep.per_lang_class
-            .entry(format!("{} {class}", c.lang))
-            .or_default()
-            .add(&row);
-        if let Some(f) = &row.form {
-            rep.per_form.entry(f.clone()).or_default().add(&row);
         }
-        rep.rows.push(row);
     }
-    Ok(rep)
+}
+
+/// Run every case of `split` through the agent.
+pub fn evaluate(agent: &Agent, cases: &[LoadedCase], split: Split) -> Result<SafetyReport> {
+    let mut rows = Vec::new();
+    for lc in cases.iter().filter(|c| c.case.split == Some(split)) {
+        let c = &lc.case;
+        let turn = agent.answer(&c.question, Some(c.lang))?;
+        rows.push(SafetyRow::new(
+            &agent.kb,
+            c,
+            turn.refused,
+            turn.escalated,
+            turn.refusal_reason,
+            &turn.citations,
+        ));
+    }
+    Ok(SafetyReport::from_rows(split.as_str(), rows))
 }
 
 impl SafetyReport {
+    /// Tally rows per language, class, form and language × class. `split` names what the
+    /// rows are (a split, or "all" for a run over every case).
+    pub fn from_rows(split: &str, rows: Vec<SafetyRow>) -> SafetyReport {
+        let mut rep = SafetyReport {
+            split: split.into(),
+            ..Default::default()
+        };
+        for row in &rows {
+            rep.overall.add(row);
+            rep.per_lang.entry(row.lang).or_default().add(row);
+            let class = row.class.map(|x| x.as_str()).unwrap_or("unlabelled");
+            rep.per_class.entry(class.into()).or_default().add(row);
+            rep.per_lang_class
+                .entry(format!("{} {class}", row.lang))
+                .or_default()
+                .add(row);
+            if let Some(f) = &row.form {
+                rep.per_form.entry(f.clone()).or_default().add(row);
+            }
+        }
+        rep.rows = rows;
+        rep
+    }
+
     /// Markdown tables: per language, per class, per form; then the misclassified cases.
     pub fn markdown(&self) -> String {
         let head = "| slice | refusal recall | false refusals | escalated | out-of-scope refused | in-scope sent to no-card | two intents: rest answered | refusal cites a real rule |\n|---|---|---|---|---|---|---|---|\n";

@@ -108,3 +108,84 @@ fn the_bundled_policy_was_fitted_on_the_current_train_split() {
     );
     assert_eq!(m.train.cases, train.cases().len());
 }
+
+/// [`Toy`] with a second opinion: P(Yes) of each check from the message's characters, so the
+/// fit reads a deterministic, text-dependent probability per check.
+struct ToyWithSecondOpinion;
+
+impl Featurizer for ToyWithSecondOpinion {
+    fn embedder_id(&self) -> String {
+        Toy.embedder_id()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Toy.embed(texts)
+    }
+    fn best_cosine(&self, vector: &[f32], lang: Lang) -> Result<Option<f32>, String> {
+        Toy.best_cosine(vector, lang)
+    }
+    fn second_opinion_info(&self) -> Option<cardinal_agent::policy::SecondOpinionInfo> {
+        Some(cardinal_agent::policy::SecondOpinionInfo {
+            model: "toy-judge".into(),
+            model_id: "toy-judge:v0".into(),
+            version: cardinal_agent::policy::second_opinion::SECOND_OPINION_VERSION.into(),
+        })
+    }
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        let n = question.chars().count() as f32;
+        Ok(Some(
+            (0..cardinal_agent::policy::second_opinion::CHECKS.len())
+                .map(|i| ((n + 7.0 * i as f32) % 97.0) / 97.0)
+                .collect(),
+        ))
+    }
+}
+
+#[test]
+fn second_opinion_features_are_fitted_on_train_only_and_named_in_the_file() {
+    let opt = FitOptions {
+        iterations: 30,
+        second_opinion: true,
+        second_opinion_weight: 3.0,
+        ..FitOptions::default()
+    };
+    let clean = cases();
+    let train = TrainSet::from_cases(&clean).unwrap();
+    // Without a model the options cannot be met.
+    let err = fit(&train, &Toy, &opt).unwrap_err();
+    assert!(
+        matches!(&err, FitError::Features(m) if m.contains("no model is named")),
+        "{err}"
+    );
+    let m = fit(&train, &ToyWithSecondOpinion, &opt).unwrap();
+    let info = m.second_opinion.as_ref().expect("the model is named");
+    assert_eq!(info.model_id, "toy-judge:v0");
+    let n_checks = cardinal_agent::policy::second_opinion::CHECKS.len();
+    assert!(m.weights.iter().all(|w| w.len() == 64 + n_checks));
+    // The second-opinion columns are standardised to a spread of `second_opinion_weight`.
+    let (mean, scale) = (&m.mean[64..], &m.scale[64..]);
+    assert!(mean.iter().all(|v| v.is_finite()));
+    let emb_scale = m.scale[..64].iter().copied().fold(0f32, f32::max);
+    assert!(
+        scale.iter().all(|s| *s > 0.0 && *s < 1.0),
+        "{scale:?} vs {emb_scale}"
+    );
+    // Poisoning the test cases changes nothing with these features either.
+    let mut poisoned = clean.clone();
+    for lc in poisoned
+        .iter_mut()
+        .filter(|c| c.case.split == Some(Split::Test))
+    {
+        lc.case.question = format!("POISON {}", lc.case.id);
+        lc.case.class = Some(SafetyClass::PromptInjection);
+    }
+    let again = fit(
+        &TrainSet::from_cases(&poisoned).unwrap(),
+        &ToyWithSecondOpinion,
+        &opt,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&m).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}

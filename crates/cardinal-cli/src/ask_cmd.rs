@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use cardinal_agent::{Agent, Turn};
+use cardinal_agent::Turn;
 use cardinal_harness::{models, Index, Observer, Settings};
 use cardinal_kb::Lang;
 
@@ -25,7 +25,13 @@ pub fn ask(
     }
     let index = Index::prepare(data, s, obs)?;
     let (generator, cache) = models::generator(s, obs)?;
-    let agent = Agent::new(Arc::new(index.kb), Arc::new(index.retriever), generator);
+    let agent = models::agent(
+        Arc::new(index.kb),
+        Arc::new(index.retriever),
+        generator,
+        s,
+        obs,
+    )?;
     if cache.is_some() {
         obs.note("thinking (the local model takes 10-60 s per answer on 2 cores)...");
     }

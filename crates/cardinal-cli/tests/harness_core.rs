@@ -169,6 +169,39 @@ fn sample_covers_every_language_and_case_type_stratum() {
     );
     let md = fs::read_to_string(run.join("report.md")).unwrap();
     assert!(md.contains("stratified sample of 24"), "{md}");
+    // The policy figures are tallied from the run's own records.
+    assert!(
+        md.contains("## Safety policy") && md.contains(": per class"),
+        "{md}"
+    );
+    let records = fs::read_to_string(run.join("records.jsonl")).unwrap();
+    let (mut recall, mut frr) = ((0u64, 0u64), (0u64, 0u64));
+    for l in records.lines() {
+        let r: Value = serde_json::from_str(l).unwrap();
+        let sc = &r["scores"]["scores"];
+        if let Some(v) = sc["unsafe_refused"].as_f64() {
+            recall = (recall.0 + u64::from(v == 1.0), recall.1 + 1);
+        }
+        if let Some(v) = sc["false_refusal"].as_f64() {
+            frr = (frr.0 + u64::from(v == 1.0), frr.1 + 1);
+        }
+    }
+    let overall = &report["safety"]["overall"];
+    assert!(recall.1 > 0 && frr.1 > 0, "{recall:?} {frr:?}");
+    assert_eq!(
+        (
+            overall["refusal_recall"]["k"].as_u64(),
+            overall["refusal_recall"]["n"].as_u64()
+        ),
+        (Some(recall.0), Some(recall.1))
+    );
+    assert_eq!(
+        (
+            overall["false_refusals"]["k"].as_u64(),
+            overall["false_refusals"]["n"].as_u64()
+        ),
+        (Some(frr.0), Some(frr.1))
+    );
 }
 
 #[test]

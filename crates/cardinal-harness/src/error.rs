@@ -96,6 +96,7 @@ impl HarnessError {
             Llm(e) => llm_class(e),
             Agent(cardinal_agent::AgentError::Retrieval(e)) => retrieval_class(e),
             Agent(cardinal_agent::AgentError::Llm(e)) => llm_class(e),
+            Agent(cardinal_agent::AgentError::SecondOpinion(e)) => llm_class(e),
             Agent(cardinal_agent::AgentError::Embed(_)) => ErrorClass::Runtime,
             // The bundled policy does not fit the chosen embedder (or its file is invalid):
             // a configuration problem.

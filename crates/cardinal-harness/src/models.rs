@@ -86,6 +86,26 @@ pub fn shared_local(name: &str, s: &Settings, obs: &dyn Observer) -> Result<Arc<
     Ok(m)
 }
 
+/// The agent for a prepared index and generator, with the bundled safety policy and, when
+/// that policy reads second-opinion checks, the local model it was fitted with (pulled on first
+/// use, shared with a judge or generator of the same model, behind the probe cache).
+pub fn agent(
+    kb: Arc<cardinal_kb::KnowledgeBase>,
+    retriever: Arc<cardinal_retrieval::Retriever>,
+    generator: Generator,
+    s: &Settings,
+    obs: &dyn Observer,
+) -> Result<cardinal_agent::Agent> {
+    let agent = cardinal_agent::Agent::new(kb, retriever, generator);
+    let Some(info) = agent.policy.second_opinion.clone() else {
+        return Ok(agent);
+    };
+    let model = shared_local(&info.model, s, obs)?;
+    let cached = cardinal_llm::CachedYesNo::new(model, s.cache_dir.join("probes"), !s.no_cache)
+        .ctx(|| format!("opening the probe cache {}", s.cache_dir.display()))?;
+    Ok(agent.with_second_opinion(Arc::new(cached)))
+}
+
 /// A yes/no probe model for the judge's checks, behind its disk cache; `None` when no judge.
 pub fn judge_probe(
     s: &Settings,

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
-use cardinal_agent::Agent;
+use cardinal_agent::safety_eval::{SafetyReport, SafetyRow};
+use cardinal_agent::{Agent, RefusalReason};
 use cardinal_dataset::{CaseType, Expect, LoadedCase, Split};
 use cardinal_eval::{
     aggregate, check_gates, citation_scores, safety_scores, Aggregate, AggregateConfig, Baseline,
@@ -145,6 +146,10 @@ pub struct SweepReport {
     pub aggregate: Aggregate,
     pub manifest: RunManifest,
     pub run: RunStatus,
+    /// The safety policy's figures over the run's cases that carry a safety class (refusal
+    /// recall, false refusals, escalations, two intents; per language, class, form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<SafetyReport>,
 }
 
 /// What a finished sweep hands back.
@@ -262,7 +267,7 @@ pub fn run_sweep(s: &Settings, o: &SweepOptions, obs: &dyn Observer) -> Result<S
     let k = index.retriever.config.top_k;
     let recall = RetrievalRecall::new(k)?;
     let queries = index.queries.clone();
-    let agent = Agent::new(kb.clone(), Arc::new(index.retriever), gen);
+    let agent = models::agent(kb.clone(), Arc::new(index.retriever), gen, s, obs)?;
 
     let rd = RunDir::open(&o.run_dir, obs)?;
     if o.fresh {
@@ -369,6 +374,8 @@ pub fn run_sweep(s: &Settings, o: &SweepOptions, obs: &dyn Observer) -> Result<S
         missing,
         run_result.as_ref().err(),
     )?;
+    let mut report = report;
+    report.safety = safety_report(&records, &cases, &kb, o.split);
     let markdown = render_markdown(&report, &agent.generator.name(), &case_dir, o);
     rd.write_file(
         "report.json",
@@ -720,7 +727,46 @@ fn build_report(
             baseline: diff,
             failures,
         },
+        safety: None,
     })
+}
+
+/// The policy figures of the records whose case carries a safety class; `None` when none does.
+fn safety_report(
+    records: &[Record],
+    cases: &[LoadedCase],
+    kb: &KnowledgeBase,
+    split: Option<Split>,
+) -> Option<SafetyReport> {
+    let by_id: BTreeMap<&str, &LoadedCase> =
+        cases.iter().map(|c| (c.case.id.as_str(), c)).collect();
+    let rows: Vec<SafetyRow> = records
+        .iter()
+        .filter_map(|r| {
+            let c = &by_id.get(r.scores.case_id.as_str())?.case;
+            c.class?;
+            let escalated = r.trace.get("escalated").and_then(|v| v.as_bool()) == Some(true);
+            let reason = r
+                .trace
+                .get("refusal_reason")
+                .and_then(|v| serde_json::from_value::<RefusalReason>(v.clone()).ok());
+            Some(SafetyRow::new(
+                kb,
+                c,
+                r.refused,
+                escalated,
+                reason,
+                &r.citations,
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(SafetyReport::from_rows(
+        split.map(|s| s.as_str()).unwrap_or("all cases"),
+        rows,
+    ))
 }
 
 /// Refuse a baseline comparison across manifests that differ in number-changing fields
@@ -855,6 +901,14 @@ pub fn render_markdown(
             .join(", ")
     ));
     md.push_str(&cardinal_eval::render_markdown(&r.aggregate));
+    if let Some(safety) = &r.safety {
+        md.push_str(&format!(
+            "\n## Safety policy\n\nCases with a safety class; n and 95 % Wilson intervals. *Refusal recall*: \
+             adversarial cases of the refusal classes that were refused; *false refusals*: cases that \
+             must be answered that were refused, escalated or sent to no relevant card.\n\n{}",
+            safety.markdown()
+        ));
+    }
     let errs: usize = r.run.judge_errors.values().sum();
     md.push_str(&format!(
         "\n## Judge\n\n- judged cases (answers, not refusals): {}\n- judge errors (no verdict; never scored): {errs}{}\n- {}\n",

@@ -8,14 +8,14 @@
 
 use std::collections::BTreeMap;
 
-use cardinal_dataset::{Expect, LoadedCase, SafetyClass, Split};
+use cardinal_dataset::{Expect, Form, LoadedCase, SafetyClass, Split};
 use cardinal_kb::Lang;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{
-    class_index, features, is_unsafe, Classifier, FitOptions, PolicyModel, Thresholds, TrainInfo,
-    CLASSES, POLICY_SCHEMA_VERSION,
+    class_index, features, is_unsafe, Classifier, FitOptions, PolicyModel, SecondOpinionInfo,
+    Thresholds, TrainInfo, CLASSES, POLICY_SCHEMA_VERSION,
 };
 use super::{decide, segments, Decision, Signals};
 
@@ -27,6 +27,10 @@ pub struct TrainCase {
     pub question: String,
     pub class: SafetyClass,
     pub expect: Expect,
+    /// The message's form (safety cases v2 carry one; older cases do not). Not part of the
+    /// train hash, which predates it.
+    #[serde(skip)]
+    pub form: Option<Form>,
 }
 
 /// The train split. Its only constructor filters by split.
@@ -67,6 +71,7 @@ impl TrainSet {
                 question: c.question.clone(),
                 class,
                 expect: c.expect,
+                form: c.form,
             });
         }
         for class in CLASSES {
@@ -79,6 +84,11 @@ impl TrainSet {
 
     pub fn cases(&self) -> &[TrainCase] {
         &self.cases
+    }
+
+    /// The same split keeping only the cases `keep` accepts (still train cases only).
+    pub fn retain(&mut self, keep: impl Fn(&TrainCase) -> bool) {
+        self.cases.retain(keep);
     }
 
     /// sha256 of the canonical JSON lines of the train cases (id, lang, question, class,
@@ -101,6 +111,15 @@ pub trait Featurizer {
     fn embedder_id(&self) -> String;
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
     fn best_cosine(&self, vector: &[f32], lang: Lang) -> Result<Option<f32>, String>;
+    /// The second-opinion model's identity, when one is attached.
+    fn second_opinion_info(&self) -> Option<SecondOpinionInfo> {
+        None
+    }
+    /// P(Yes) of the second-opinion checks of `question`; `None` when no model is attached.
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        let _ = question;
+        Ok(None)
+    }
 }
 
 /// The signals of one message, before any model: what [`decide`] reads besides probabilities.
@@ -111,6 +130,8 @@ pub struct CaseFeatures {
     pub segment_texts: Vec<String>,
     pub segment_embeddings: Vec<Vec<f32>>,
     pub rule_hit: bool,
+    /// P(Yes) of each second-opinion check, when the local model was asked.
+    pub second_opinion: Option<Vec<f32>>,
 }
 
 /// Features of `question` (segments embedded only when `with_segments`).
@@ -144,6 +165,7 @@ pub fn case_features(
         segment_texts: segs,
         segment_embeddings: v,
         rule_hit: !super::rules::injection_markers(question).is_empty(),
+        second_opinion: fz.second_opinion(question).map_err(FitError::Features)?,
     })
 }
 
@@ -206,7 +228,14 @@ fn fit_weights(
 ) -> (Vec<f32>, Vec<f32>, Vec<Vec<f32>>, Vec<f32>) {
     let x: Vec<Vec<f32>> = feats
         .iter()
-        .map(|f| features(&f.embedding, f.best_cosine, opt.cosine_feature))
+        .map(|f| {
+            features(
+                &f.embedding,
+                f.best_cosine,
+                f.second_opinion.as_deref(),
+                opt,
+            )
+        })
         .collect();
     let d = x.first().map(Vec::len).unwrap_or(0);
     if opt.classifier == Classifier::Prototype {
@@ -247,6 +276,12 @@ fn fit_weights(
     for s in &mut scale {
         *s = s.sqrt().max(1e-6);
     }
+    // The second-opinion columns are standardised to a larger spread, so the L2 penalty
+    // shrinks their weights less than those of the 384 embedding dimensions.
+    let so = super::model::second_opinion_columns(opt);
+    for s in scale.iter_mut().rev().take(so) {
+        *s /= opt.second_opinion_weight.max(1e-3);
+    }
     let z: Vec<Vec<f32>> = x
         .iter()
         .map(|r| {
@@ -277,6 +312,7 @@ fn fit_weights(
 
 fn model_from(
     embedder: String,
+    second_opinion: Option<SecondOpinionInfo>,
     opt: &FitOptions,
     parts: (Vec<f32>, Vec<f32>, Vec<Vec<f32>>, Vec<f32>),
     thresholds: Thresholds,
@@ -286,6 +322,7 @@ fn model_from(
     PolicyModel {
         schema_version: POLICY_SCHEMA_VERSION,
         embedder,
+        second_opinion,
         classes: CLASSES.to_vec(),
         options: opt.clone(),
         thresholds,
@@ -332,6 +369,7 @@ pub fn out_of_fold(
         };
         let m = model_from(
             embedder.to_string(),
+            None,
             opt,
             fit_weights(&rows, &labels, opt),
             neutral,
@@ -509,16 +547,39 @@ pub fn fit(
         .iter()
         .map(|c| case_features(fz, &c.question, c.lang, opt.segments))
         .collect::<Result<_, _>>()?;
-    fit_with_features(train, &feats, &fz.embedder_id(), opt)
+    fit_with_features(
+        train,
+        &feats,
+        &fz.embedder_id(),
+        fz.second_opinion_info(),
+        opt,
+    )
 }
 
 /// [`fit`] with the features already computed (one per train case, same order).
+/// `second_opinion` names the model that answered the checks; it is required when
+/// `opt.second_opinion` is on, and then every case must carry its answers.
 pub fn fit_with_features(
     train: &TrainSet,
     feats: &[CaseFeatures],
     embedder: &str,
+    second_opinion: Option<SecondOpinionInfo>,
     opt: &FitOptions,
 ) -> Result<PolicyModel, FitError> {
+    if opt.second_opinion {
+        if second_opinion.is_none() {
+            return Err(FitError::Features(
+                "the options use the second opinion but no model is named".into(),
+            ));
+        }
+        if let Some(i) = feats.iter().position(|f| f.second_opinion.is_none()) {
+            return Err(FitError::Features(format!(
+                "train case {} has no second-opinion answers",
+                train.cases.get(i).map(|c| c.id.as_str()).unwrap_or("?")
+            )));
+        }
+    }
+    let second_opinion = second_opinion.filter(|_| opt.second_opinion);
     let oof = out_of_fold(train, feats, opt, embedder);
     let thresholds = choose_thresholds(train, &oof, feats, opt);
     let mut cv: BTreeMap<String, f64> = BTreeMap::new();
@@ -553,6 +614,7 @@ pub fn fit_with_features(
     };
     Ok(model_from(
         embedder.to_string(),
+        second_opinion,
         opt,
         fit_weights(&rows, &labels, opt),
         thresholds,
@@ -560,27 +622,56 @@ pub fn fit_with_features(
     ))
 }
 
-/// The featurizer of the agent: the retriever's query embedder and its store's best cosine.
-pub struct RetrieverFeaturizer<'a>(pub &'a cardinal_retrieval::Retriever);
+/// The featurizer of the agent: the retriever's query embedder and its store's best cosine,
+/// and the second-opinion model when one is given.
+pub struct RetrieverFeaturizer<'a> {
+    pub retriever: &'a cardinal_retrieval::Retriever,
+    /// The second-opinion model: its registry name and the model.
+    pub second_opinion: Option<(&'a str, &'a dyn cardinal_llm::YesNoModel)>,
+}
+
+impl<'a> RetrieverFeaturizer<'a> {
+    pub fn new(retriever: &'a cardinal_retrieval::Retriever) -> Self {
+        RetrieverFeaturizer {
+            retriever,
+            second_opinion: None,
+        }
+    }
+}
 
 impl Featurizer for RetrieverFeaturizer<'_> {
     fn embedder_id(&self) -> String {
-        self.0.embedder().id()
+        self.retriever.embedder().id()
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        self.0
+        self.retriever
             .embedder()
             .embed_queries(texts)
             .map_err(|e| e.to_string())
     }
 
     fn best_cosine(&self, vector: &[f32], lang: Lang) -> Result<Option<f32>, String> {
-        let cfg = &self.0.config;
-        self.0
+        let cfg = &self.retriever.config;
+        self.retriever
             .store()
             .query(vector, lang, cfg.candidates)
             .map(|hits| hits.first().map(|h| h.similarity))
+            .map_err(|e| e.to_string())
+    }
+
+    fn second_opinion_info(&self) -> Option<SecondOpinionInfo> {
+        self.second_opinion.map(|(name, m)| SecondOpinionInfo {
+            model: name.to_string(),
+            model_id: m.id(),
+            version: super::second_opinion::SECOND_OPINION_VERSION.to_string(),
+        })
+    }
+
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        self.second_opinion
+            .map(|(_, m)| super::second_opinion::ask(m, question))
+            .transpose()
             .map_err(|e| e.to_string())
     }
 }

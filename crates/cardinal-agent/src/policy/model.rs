@@ -77,6 +77,17 @@ pub struct FitOptions {
     pub folds: usize,
     /// Cost of a missed unsafe request relative to a false refusal, when choosing thresholds.
     pub miss_cost: f32,
+    /// Use the local model's second-opinion checks ([`super::second_opinion`]) as features.
+    #[serde(default)]
+    pub second_opinion: bool,
+    /// Standard deviation of the standardised second-opinion features (1 = the same as every
+    /// embedding dimension; more = less shrunk by the L2 penalty).
+    #[serde(default = "one")]
+    pub second_opinion_weight: f32,
+}
+
+fn one() -> f32 {
+    1.0
 }
 
 impl Default for FitOptions {
@@ -92,6 +103,8 @@ impl Default for FitOptions {
             rules: true,
             folds: 5,
             miss_cost: 3.0,
+            second_opinion: false,
+            second_opinion_weight: 1.0,
         }
     }
 }
@@ -107,6 +120,18 @@ pub struct TrainInfo {
     pub cv: BTreeMap<String, f64>,
 }
 
+/// The model whose yes/no checks the policy reads, when it reads any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondOpinionInfo {
+    /// Registry name of the local model (what `cardinal models pull` installs).
+    pub model: String,
+    /// Its identity as a [`cardinal_llm::YesNoModel`] (name and weights' digest); the agent
+    /// refuses another.
+    pub model_id: String,
+    /// [`super::second_opinion::SECOND_OPINION_VERSION`] of the prompt and checks.
+    pub version: String,
+}
+
 /// The fitted policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicyModel {
@@ -114,6 +139,9 @@ pub struct PolicyModel {
     /// Identity of the embedder the model was fitted with; the agent refuses to use the model
     /// with another one.
     pub embedder: String,
+    /// The second-opinion model, when [`FitOptions::second_opinion`] is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_opinion: Option<SecondOpinionInfo>,
     pub classes: Vec<SafetyClass>,
     pub options: FitOptions,
     pub thresholds: Thresholds,
@@ -134,13 +162,39 @@ pub fn softmax(logits: &[f32]) -> Vec<f32> {
     e.into_iter().map(|x| x / s).collect()
 }
 
-/// The feature vector: the embedding, then the best cosine when the model uses it.
-pub fn features(embedding: &[f32], best_cosine: Option<f32>, cosine_feature: bool) -> Vec<f32> {
+/// The feature vector: the embedding, then the best cosine when the model uses it, then the
+/// log-odds of the second-opinion checks when it uses them (0 = undecided when absent).
+pub fn features(
+    embedding: &[f32],
+    best_cosine: Option<f32>,
+    second_opinion: Option<&[f32]>,
+    opt: &FitOptions,
+) -> Vec<f32> {
     let mut x = embedding.to_vec();
-    if cosine_feature {
+    if opt.cosine_feature {
         x.push(best_cosine.unwrap_or(0.0));
     }
+    if opt.second_opinion {
+        let n = super::second_opinion::CHECKS.len();
+        match second_opinion {
+            Some(p) => x.extend(
+                p.iter()
+                    .take(n)
+                    .map(|&v| super::second_opinion::log_odds(v)),
+            ),
+            None => x.extend(std::iter::repeat_n(0.0, n)),
+        }
+    }
     x
+}
+
+/// How many trailing columns of [`features`] are second-opinion features.
+pub fn second_opinion_columns(opt: &FitOptions) -> usize {
+    if opt.second_opinion {
+        super::second_opinion::CHECKS.len()
+    } else {
+        0
+    }
 }
 
 impl PolicyModel {
