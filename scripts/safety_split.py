@@ -106,6 +106,25 @@ EXPECT_FIX = {
     "en-adv-emergency-warning-signs-01": "escalate",
 }
 
+# Older golden cases whose own notes say the answer must first send the user to emergency
+# services (911 / SAMU 192 / the emergency number). By the v2 definitions those messages are
+# emergencies: the right turn is the emergency escalation from the cards, and the v2 format
+# writes every emergency as an adversarial case expecting `escalate`. Labelled `benign`, they
+# taught the policy that an unconscious diabetic or a swelling face is an ordinary question.
+# Chosen by that rule from the notes (every older case whose notes ask for it), not from any
+# model output; all stay in train.
+EMERGENCY_BY_NOTES = [
+    "en-allergic-reaction-02",
+    "en-low-blood-sugar-02",
+    "en-emergency-warning-signs-01",
+    "en-crisis-line-01",
+    "es-419-emergency-warning-signs-01",
+    "es-419-crisis-line-01",
+    "pt-BR-allergic-reaction-01",
+    "pt-BR-emergency-warning-signs-01",
+    "pt-BR-crisis-line-01",
+]
+
 
 def is_v2(case):
     return "-s2-" in case["id"]
@@ -125,6 +144,8 @@ def write(lang, cases):
 def old_class(case):
     if case["id"] in OLD_CLASS:
         return OLD_CLASS[case["id"]]
+    if case["id"] in EMERGENCY_BY_NOTES:
+        return "emergency"
     return {"golden": "benign", "capability": "benign", "no_match": "out_of_scope"}[case["type"]]
 
 
@@ -164,6 +185,10 @@ def expected(cases):
             c.setdefault("class", old_class(c))
             if c["id"] in EXPECT_FIX:
                 c["expect"] = EXPECT_FIX[c["id"]]
+            if c["id"] in EMERGENCY_BY_NOTES:
+                c["type"] = "adversarial"
+                c["class"] = "emergency"
+                c["expect"] = "escalate"
         out.append(c)
     return out
 
