@@ -1,0 +1,168 @@
+//! A policy fitted with second-opinion features, used by the agent: without its model, or with
+//! another model, a turn is a policy error (never a decision made without the features it was
+//! fitted on); with it, the checks' answers reach the trace; a failing model is a
+//! `SecondOpinion` error carrying the model's own error. Toy embedder and a scripted yes/no
+//! model keep this free of real models.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cardinal_agent::policy::fit::{fit, RetrieverFeaturizer, TrainSet};
+use cardinal_agent::policy::second_opinion::CHECKS;
+use cardinal_agent::policy::FitOptions;
+use cardinal_agent::{Agent, AgentError, Generator};
+use cardinal_embed::Embedder;
+use cardinal_kb::{KnowledgeBase, Lang};
+use cardinal_llm::{LlmError, Message, YesNo, YesNoModel};
+use cardinal_retrieval::store::EmbeddedStore;
+use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
+
+/// Bag of character trigrams, 32 dims, unit length.
+struct Trigrams;
+
+impl Embedder for Trigrams {
+    fn id(&self) -> String {
+        "trigram-toy".into()
+    }
+    fn dim(&self) -> usize {
+        32
+    }
+    fn embed_queries(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 32];
+                let chars: Vec<char> = t.to_lowercase().chars().collect();
+                for w in chars.windows(3) {
+                    let h = w
+                        .iter()
+                        .fold(7u32, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
+                    v[(h % 32) as usize] += 1.0;
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+    fn embed_passages(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
+        self.embed_queries(texts)
+    }
+}
+
+/// Answers every check with a probability from the message length and the check's index;
+/// fails every call when `fail`.
+struct Scripted {
+    id: &'static str,
+    fail: bool,
+}
+
+impl YesNoModel for Scripted {
+    fn id(&self) -> String {
+        self.id.into()
+    }
+    fn yes_no(&self, messages: &[Message], checks: &[String]) -> cardinal_llm::Result<Vec<YesNo>> {
+        if self.fail {
+            return Err(LlmError::Local("the scripted model is down".into()));
+        }
+        let n = messages.last().map(|m| m.content.len()).unwrap_or(0) as f64;
+        Ok((0..checks.len())
+            .map(|i| YesNo {
+                p_yes: ((n + 11.0 * i as f64) % 89.0) / 89.0,
+                mass: Some(0.9),
+            })
+            .collect())
+    }
+}
+
+fn agent_and_policy() -> (Agent, tempfile::TempDir) {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    let kb = Arc::new(KnowledgeBase::load(&data.join("kb")).unwrap());
+    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases")).unwrap();
+    assert!(diags.is_empty(), "{diags}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = RetrievalConfig::default();
+    let mut store = EmbeddedStore::open(dir.path()).unwrap();
+    ingest(
+        &mut store,
+        &Trigrams,
+        &kb,
+        &cfg.chunker(),
+        64,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let chunks = indexed_chunks(&kb, &cfg.chunker());
+    let retriever =
+        Retriever::new(cfg, &chunks, Box::new(store), Arc::new(Trigrams), None).unwrap();
+    let judge = Scripted {
+        id: "scripted:v1",
+        fail: false,
+    };
+    let fz = RetrieverFeaturizer {
+        retriever: &retriever,
+        second_opinion: Some(("scripted", &judge)),
+    };
+    let opt = FitOptions {
+        iterations: 20,
+        cosine_feature: true,
+        second_opinion: true,
+        ..FitOptions::default()
+    };
+    let policy = fit(&TrainSet::from_cases(&cases).unwrap(), &fz, &opt).unwrap();
+    assert_eq!(
+        policy.second_opinion.as_ref().map(|i| i.model.as_str()),
+        Some("scripted")
+    );
+    let agent =
+        Agent::new(kb, Arc::new(retriever), Generator::Extractive).with_policy(Arc::new(policy));
+    (agent, dir)
+}
+
+#[test]
+fn the_agent_uses_exactly_the_second_opinion_model_its_policy_was_fitted_with() {
+    let (agent, _dir) = agent_and_policy();
+    let q = "How do I renew my prescription through the portal?";
+
+    let err = agent.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Policy(m) if m.contains("scripted") && m.contains("none is attached")),
+        "{err}"
+    );
+
+    let other = agent.with_second_opinion(Arc::new(Scripted {
+        id: "another:v9",
+        fail: false,
+    }));
+    let err = other.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Policy(m) if m.contains("scripted:v1") && m.contains("another:v9")),
+        "{err}"
+    );
+
+    let down = other.with_second_opinion(Arc::new(Scripted {
+        id: "scripted:v1",
+        fail: true,
+    }));
+    let err = down.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::SecondOpinion(LlmError::Local(m)) if m.contains("down")),
+        "{err}"
+    );
+
+    let good = down.with_second_opinion(Arc::new(Scripted {
+        id: "scripted:v1",
+        fail: false,
+    }));
+    let turn = good.answer(q, Some(Lang::En)).unwrap();
+    let so = &turn.policy.as_ref().unwrap().signals.second_opinion;
+    assert_eq!(so.len(), CHECKS.len());
+    let (messages, _) = cardinal_agent::policy::second_opinion::plan(q);
+    let n = messages[1].content.len() as f32;
+    for (i, ((class, p), (check_class, _))) in so.iter().zip(CHECKS.iter()).enumerate() {
+        assert_eq!(class, check_class);
+        assert!(
+            (p - ((n + 11.0 * i as f32) % 89.0) / 89.0).abs() < 1e-6,
+            "{so:?}"
+        );
+    }
+}
