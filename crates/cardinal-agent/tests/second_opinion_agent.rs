@@ -31,7 +31,7 @@ impl Embedder for Trigrams {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; 32];
+                let mut v = [0f32; 32];
                 let chars: Vec<char> = t.to_lowercase().chars().collect();
                 for w in chars.windows(3) {
                     let h = w
