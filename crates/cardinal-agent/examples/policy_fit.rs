@@ -251,15 +251,17 @@ fn main() {
                 std::fs::write(Path::new(&dir).join(format!("{letter}.json")), text + "\n")
                     .expect("write alternative");
             }
+            // Out-of-fold signals of the train cases (computed once; read by the v2 CV
+            // figures, the dump and the explanation below).
+            let oof = cardinal_agent::policy::fit::out_of_fold(
+                &train,
+                &train_feats,
+                opt,
+                &fz.embedder_id(),
+            );
             {
                 // Out-of-fold figures on the v2 cases of train only (the population of the
                 // test split), so alternatives fitted on different train sets compare.
-                let oof = cardinal_agent::policy::fit::out_of_fold(
-                    &train,
-                    &train_feats,
-                    opt,
-                    &fz.embedder_id(),
-                );
                 let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
                 for (i, tc) in train.cases().iter().enumerate() {
                     if tc.form.is_some() {
@@ -279,12 +281,6 @@ fn main() {
             }
             if let Ok(path) = std::env::var("POLICY_DUMP_OOF") {
                 // Train-only out-of-fold signals, for prototyping a second stage.
-                let oof = cardinal_agent::policy::fit::out_of_fold(
-                    &train,
-                    &train_feats,
-                    opt,
-                    &fz.embedder_id(),
-                );
                 let lines: Vec<String> = train
                     .cases()
                     .iter()
@@ -301,12 +297,6 @@ fn main() {
             }
             if std::env::var("POLICY_EXPLAIN").is_ok() {
                 // Train-only: the out-of-fold decisions that are wrong.
-                let oof = cardinal_agent::policy::fit::out_of_fold(
-                    &train,
-                    &train_feats,
-                    opt,
-                    &fz.embedder_id(),
-                );
                 for (i, tc) in train.cases().iter().enumerate() {
                     let d = decide(&oof[i], train_feats[i].rule_hit, &m.thresholds, opt);
                     let mut c = Confusion::default();
