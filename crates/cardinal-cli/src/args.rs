@@ -114,11 +114,12 @@ pub struct JudgeArgs {
     /// Model name of the judge's endpoint (default: the --llm-model value).
     #[arg(long, env = "CARDINAL_JUDGE_MODEL")]
     pub judge_model: Option<String>,
-    /// Judge scorer: checks-v1 (yes/no checks read from token probabilities, default) or
-    /// rubric-v1 (one holistic 1-5 rubric generation per dimension).
-    #[arg(long, value_parser = ["checks-v1", "rubric-v1"])]
+    /// Judge scorer: checks-v1 (yes/no checks read from token probabilities, default),
+    /// checks-v2 (the checks plus support likelihood and surface evidence, combined by weights
+    /// fitted on dev) or rubric-v1 (one holistic 1-5 rubric generation per dimension).
+    #[arg(long, value_parser = ["checks-v1", "checks-v2", "rubric-v1"])]
     pub scorer: Option<String>,
-    /// The checks scorer's fitted calibration (default: data/judge/checks-v1.<model>.json when it
+    /// The checks scorer's fitted calibration (default: data/judge/<scorer>.<model>.json when it
     /// exists, else uncalibrated).
     #[arg(long)]
     pub judge_calibration: Option<PathBuf>,
@@ -228,9 +229,9 @@ pub fn reject_unused(s: &Settings) -> anyhow::Result<()> {
             )));
         }
     }
-    if given("--judge-calibration") && s.judge.scorer != "checks-v1" {
+    if given("--judge-calibration") && s.judge.scorer == "rubric-v1" {
         return Err(anyhow::Error::new(cardinal_harness::HarnessError::Input(
-            "--judge-calibration is used by the checks-v1 scorer only".into(),
+            "--judge-calibration is used by the checks scorers only (checks-v1, checks-v2)".into(),
         )));
     }
     let endpoint_flags = [

@@ -307,7 +307,8 @@ pub fn trec(
     Ok(Outcome::Pass)
 }
 
-/// `cardinal bench judge`: seconds per case of the checks-v1 judge on the local model, with no
+/// `cardinal bench judge`: seconds per case of the checks judge on the local model (with
+/// `signals`, checks-v2's two support-likelihood passes are timed too), with no
 /// cache, over a stratified sample of labelled calibration items of the dev split (judged in
 /// the calibration run's order, so the shared instructions stay in the KV cache as they do in
 /// a sweep).
@@ -315,6 +316,7 @@ pub fn judge(
     data: &Path,
     s: &Settings,
     items: usize,
+    signals: bool,
     hallucination: bool,
     json_out: bool,
     obs: &dyn Observer,
@@ -357,7 +359,8 @@ pub fn judge(
     });
     let model = cardinal_harness::models::shared_local(name, s, obs)?;
     obs.note(&format!(
-        "bench judge: {} on {} dev items, {} threads, hallucination checks {}",
+        "bench judge: {} {} on {} dev items, {} threads, hallucination checks {}",
+        if signals { "checks-v2" } else { "checks-v1" },
         model.id(),
         picked.len(),
         model.threads(),
@@ -378,7 +381,16 @@ pub fn judge(
         let plan = plan_with(&input, CheckFraming::FullCard, hallucination);
         let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
         let t = Instant::now();
-        let (_, stats) = model.yes_no_with_stats(&plan.messages, &texts)?;
+        let (_, mut stats) = model.yes_no_with_stats(&plan.messages, &texts)?;
+        if signals {
+            use cardinal_llm::YesNoModel as _;
+            let (with, without) = cardinal_judge::checks::support_messages(&input);
+            let answer = vec![input.answer.trim().to_string()];
+            for m in [&with, &without] {
+                model.reply_logprobs(m, &answer)?;
+                stats.prompt_tokens += model.count_prompt_tokens(m)?;
+            }
+        }
         let secs = t.elapsed().as_secs_f64();
         obs.progress("judged", n + 1, picked.len());
         rows.push((it.id.clone(), secs, plan.checks.len(), stats));
@@ -392,6 +404,7 @@ pub fn judge(
     let n = rows.len() as f64;
     let summary = json!({
         "model": model.id(),
+        "scorer": if signals { "checks-v2" } else { "checks-v1" },
         "threads": model.threads(),
         "items": rows.len(),
         "hallucination_checks": hallucination,
@@ -407,7 +420,8 @@ pub fn judge(
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "judge {} ({} threads), {} dev items, hallucination checks {}",
+            "judge {} {} ({} threads), {} dev items, hallucination checks {}",
+            if signals { "checks-v2" } else { "checks-v1" },
             model.id(),
             model.threads(),
             rows.len(),

@@ -20,9 +20,10 @@ pub struct CalibrateArgs {
     /// its options.
     #[command(flatten)]
     pub llm: LlmArgs,
-    /// Scorer: checks-v1 (yes/no checks read from token probabilities, default) or rubric-v1
-    /// (the holistic 1–5 rubric).
-    #[arg(long, value_parser = ["checks-v1", "rubric-v1"], default_value = "checks-v1")]
+    /// Scorer: checks-v1 (yes/no checks read from token probabilities, default), checks-v2
+    /// (the same checks plus the model's support likelihood and surface evidence, combined by
+    /// weights fitted on dev) or rubric-v1 (the holistic 1–5 rubric).
+    #[arg(long, value_parser = ["checks-v2", "checks-v1", "rubric-v1"], default_value = "checks-v1")]
     pub scorer: String,
     /// Which split to judge: test (default: claims are made on test), dev (what --fit reads)
     /// or all.
@@ -46,10 +47,15 @@ pub struct CalibrateArgs {
     /// split and write it (needs --split dev, or --from-scores of a dev run).
     #[arg(long)]
     pub fit: bool,
-    /// Where --fit writes (default: <data>/judge/checks-v1.<model>.json), and which calibration
+    /// Where --fit writes (default: <data>/judge/<scorer>.<model>.json), and which calibration
     /// the checks scorer uses otherwise (default: that file when it exists).
     #[arg(long)]
     pub calibration: Option<PathBuf>,
+    /// With --from-scores: score the stored check probabilities (and checks-v2 signals) again
+    /// under --calibration (default: the committed calibration of the scores' scorer and model)
+    /// instead of reporting the verdicts as stored. No model runs.
+    #[arg(long)]
+    pub rescore: bool,
     /// Skip the ADR-0029 header-only control.
     #[arg(long)]
     pub no_control: bool,
@@ -91,6 +97,9 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Resul
         .labels
         .clone()
         .unwrap_or_else(|| data.join("calibration"));
+    if args.rescore && args.from_scores.is_none() {
+        return Err(input("--rescore needs --from-scores".into()));
+    }
     let (kb, items) = load(data, &dir)?;
     if args.balance {
         let r = cardinal_harness::corpus::check(&kb, &items);
@@ -131,9 +140,32 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Resul
         }
         None => judge(data, &kb, &items, &now, args, obs)?,
     };
+    let mut scores = scores;
+    if args.rescore {
+        if scores.scorer != cardinal_judge::checks::SCORER
+            && scores.scorer != cardinal_judge::checks::SCORER_V2
+        {
+            return Err(input(format!(
+                "--rescore re-scores the checks scorers only (the scores are {})",
+                scores.scorer
+            )));
+        }
+        let path = match &args.calibration {
+            Some(p) => p.clone(),
+            None => data.join("judge").join(format!(
+                "{}.{}.json",
+                scores.scorer,
+                model_file_name(args.llm.llm.as_deref(), &scores.judge_model)
+            )),
+        };
+        let c =
+            cardinal_harness::scorer::load_calibration(&path, &scores.scorer, &scores.judge_model)?;
+        cal::rescore(&mut scores, &c);
+        obs.note(&format!("re-scored under {}", path.display()));
+    }
     fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::Error::new(HarnessError::io("creating", &args.out)(e)))?;
-    if args.from_scores.is_none() {
+    if args.from_scores.is_none() || args.rescore {
         let path = args.out.join("judge-scores.json");
         cardinal_harness::rundir::write_atomic(
             &path,
@@ -257,16 +289,23 @@ fn judge(
             &s.judge.calibration,
             cardinal_harness::scorer::default_calibration_path(data, &s),
         ) {
-            (Some(p), _) => cardinal_harness::scorer::load_calibration(p, &probe.id())?,
-            (None, Some(p)) if p.is_file() && !args.fit => {
-                cardinal_harness::scorer::load_calibration(&p, &probe.id())?
+            (Some(p), _) => {
+                cardinal_harness::scorer::load_calibration(p, &args.scorer, &probe.id())?
             }
-            _ => cardinal_judge::checks::Calibration::uncalibrated(&probe.id()),
+            (None, Some(p)) if p.is_file() && !args.fit => {
+                cardinal_harness::scorer::load_calibration(&p, &args.scorer, &probe.id())?
+            }
+            _ => {
+                let mut c = cardinal_judge::checks::Calibration::uncalibrated(&probe.id());
+                c.scorer = args.scorer.clone();
+                c
+            }
         };
         let content_free = cal::measure_content_free(&probe)?;
-        let scorer = ChecksScorer::new(probe.clone(), calibration.clone()).without_hallucination();
+        let scorer = ChecksScorer::named(&args.scorer, probe.clone(), calibration.clone())
+            .without_hallucination();
         let control = (!args.no_control).then(|| {
-            ChecksScorer::new(probe, calibration.clone())
+            ChecksScorer::named(&args.scorer, probe, calibration.clone())
                 .without_hallucination()
                 .with_framing(CheckFraming::HeaderOnly)
         });
@@ -308,8 +347,12 @@ fn fit(
     args: &CalibrateArgs,
     obs: &dyn Observer,
 ) -> Result<()> {
-    if scores.scorer != cardinal_judge::checks::SCORER {
-        return Err(input("--fit fits the checks-v1 scorer only".into()));
+    if scores.scorer != cardinal_judge::checks::SCORER
+        && scores.scorer != cardinal_judge::checks::SCORER_V2
+    {
+        return Err(input(
+            "--fit fits the checks scorers only (checks-v1, checks-v2)".into(),
+        ));
     }
     let dev = cal::DevSplit::from_items(items);
     let fitted_on = labels
@@ -321,7 +364,8 @@ fn fit(
         Some(p) => p.clone(),
         None => {
             let name = model_file_name(args.llm.llm.as_deref(), &c.model_id);
-            data.join("judge").join(format!("checks-v1.{name}.json"))
+            data.join("judge")
+                .join(format!("{}.{name}.json", scores.scorer))
         }
     };
     if let Some(parent) = path.parent() {

@@ -179,13 +179,16 @@ enum BaselineCommand {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Judge speed: seconds per case of the checks-v1 judge (the in-process model of --judge,
+    /// Judge speed: seconds per case of the checks judge (the in-process model of --judge,
     /// default the 1.5B), no cache, on a stratified sample of dev calibration items; checks,
     /// prompt and reused tokens per case. Target: <= 15 s per case on 2 cores.
     Judge {
         /// Calibration items to judge.
         #[arg(long, default_value_t = 12)]
         items: usize,
+        /// Scorer: checks-v1, or checks-v2 (adds the two support-likelihood passes).
+        #[arg(long, value_parser = ["checks-v1", "checks-v2"], default_value = "checks-v1")]
+        scorer: String,
         /// Judge model: local (Qwen2.5-Coder-1.5B) or local-small (0.5B).
         #[arg(long, value_parser = ["local", "local-small"], default_value = "local")]
         judge: String,
@@ -461,6 +464,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             command:
                 BenchCommand::Judge {
                     items,
+                    scorer,
                     judge,
                     no_hallucination,
                     json,
@@ -472,7 +476,15 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             } else {
                 cardinal_harness::settings::Backend::Local
             });
-            bench_cmd::judge(&cli.data, &s, items, !no_hallucination, json, &obs)
+            bench_cmd::judge(
+                &cli.data,
+                &s,
+                items,
+                scorer == "checks-v2",
+                !no_hallucination,
+                json,
+                &obs,
+            )
         }
         Command::Bench {
             command:

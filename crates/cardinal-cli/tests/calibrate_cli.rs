@@ -350,4 +350,46 @@ fn the_checks_scorer_reads_probabilities_and_the_fit_reads_dev_only() {
     let second = fit(&tmp.path().join("c2.json"), &reanchored);
     assert_eq!(keep(&first), keep(&second), "the fit read a test label");
     assert_ne!(first["fitted_on"], second["fitted_on"]);
+
+    // --rescore: the stored probabilities scored again under the fitted calibration, without
+    // a model: every verdict follows the fitted cut points applied to the stored raw score.
+    let rescored = tmp.path().join("rescored");
+    let o = calibrate(
+        &labels,
+        &rescored,
+        &[
+            "--from-scores",
+            reanchored.to_str().unwrap(),
+            "--rescore",
+            "--calibration",
+            tmp.path().join("c2.json").to_str().unwrap(),
+        ],
+    );
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", text(&o));
+    let r: Value =
+        serde_json::from_str(&fs::read_to_string(rescored.join("judge-scores.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["calibration"], second);
+    let cuts = |dim: &str| -> Vec<f64> {
+        second[dim]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_f64().unwrap())
+            .collect()
+    };
+    let mut checked = 0;
+    for it in r["items"].as_array().unwrap() {
+        for dim in ["groundedness", "faithfulness"] {
+            let v = &it["verdicts"][dim];
+            let raw = v["detail"]["raw"][dim].as_f64().unwrap();
+            let want = 1 + cuts(dim).iter().filter(|&&c| raw >= c).count() as u64;
+            assert_eq!(v["score"].as_f64().unwrap() as u64, want, "{it}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+    // Without --from-scores there is nothing to re-score.
+    let o = calibrate(&labels, &tmp.path().join("x"), &["--rescore"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

@@ -53,6 +53,9 @@ pub struct ItemScores {
     /// The checks scorer's raw check results (re-scorable under any calibration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Vec<CheckResult>>,
+    /// `checks-v2`: the signals read beside the checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<cardinal_judge::checks::Signals>,
     /// Seconds the judge spent on this item.
     pub seconds: f64,
 }
@@ -180,6 +183,7 @@ pub fn run_scores(
         let t = std::time::Instant::now();
         let verdicts = scorer.score(&input);
         let checks = checks_of(&verdicts);
+        let signals = signals_of(&verdicts);
         ItemScores {
             item_id: it.id.clone(),
             lang: it.lang.tag().to_string(),
@@ -188,6 +192,7 @@ pub fn run_scores(
             framing,
             verdicts: verdicts.into_iter().collect(),
             checks,
+            signals,
             seconds: t.elapsed().as_secs_f64(),
         }
     };
@@ -216,6 +221,53 @@ fn checks_of(verdicts: &[(String, Verdict)]) -> Option<Vec<CheckResult>> {
             .and_then(|c| serde_json::from_value(c.clone()).ok()),
         _ => None,
     })
+}
+
+fn signals_of(verdicts: &[(String, Verdict)]) -> Option<cardinal_judge::checks::Signals> {
+    verdicts.iter().find_map(|(_, v)| match v {
+        Verdict::Scored { detail, .. } => detail
+            .get("signals")
+            .and_then(|c| serde_json::from_value(c.clone()).ok()),
+        _ => None,
+    })
+}
+
+/// Score the stored check results (and signals) of every checks-scorer item again under
+/// `calibration`, which then becomes the scores' calibration. Items without stored checks (a
+/// judge error) keep their verdicts. The sentences and rules shown in each verdict's detail are
+/// kept.
+pub fn rescore(scores: &mut ScoresFile, calibration: &Calibration) {
+    for it in scores.items.iter_mut() {
+        let Some(checks) = &it.checks else {
+            continue;
+        };
+        let detail = it.verdicts.values().find_map(|v| match v {
+            Verdict::Scored { detail, .. } => Some(detail.clone()),
+            _ => None,
+        });
+        let list = |key: &str| -> Vec<String> {
+            detail
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default()
+        };
+        let (sentences, rules) = (list("sentences"), list("rules"));
+        let gated: Vec<&String> = it.verdicts.keys().collect();
+        let fresh = crate::scorer::ChecksScorer::verdicts(
+            calibration,
+            &sentences,
+            &rules,
+            checks,
+            it.signals.as_ref(),
+        );
+        let keep: Vec<String> = gated.into_iter().cloned().collect();
+        it.verdicts = fresh
+            .into_iter()
+            .filter(|(d, _)| keep.contains(d))
+            .collect();
+    }
+    scores.calibration = Some(calibration.clone());
 }
 
 /// The dev items, and only them: the one input the fitting code accepts.
@@ -313,9 +365,45 @@ pub fn fit(
             best = with_cf;
         }
     }
+    best.scorer = scores.scorer.clone();
+    if scores.scorer == cardinal_judge::checks::SCORER_V2 {
+        best.aggregation = Some(fit_aggregations(dev, scores, &best)?);
+    }
     best.fitted_on = fitted_on;
     best.split = "dev".into();
     Ok(best)
+}
+
+/// `checks-v2`: per gated dimension, every candidate feature set fitted on the dev items'
+/// feature vectors and the one with the best leave-one-out agreement on dev chosen (the checks' raw scores under
+/// `cal`, which is already fitted on dev).
+fn fit_aggregations(
+    dev: &DevSplit<'_>,
+    scores: &ScoresFile,
+    cal: &Calibration,
+) -> Result<cardinal_judge::checks::Aggregations> {
+    use cardinal_judge::checks::{features, raw_scores};
+    let xs: Vec<(&str, [f64; 6])> = scores
+        .items
+        .iter()
+        .filter(|s| s.framing == CheckFraming::FullCard && dev.contains(&s.item_id))
+        .filter_map(|s| {
+            let raw = raw_scores(s.checks.as_ref()?, cal.content_free.as_ref());
+            Some((s.item_id.as_str(), features(&raw, s.signals.as_ref()?)))
+        })
+        .collect();
+    if xs.is_empty() {
+        return Err(HarnessError::Input(
+            "the scores hold no checks-v2 signals of dev items (run `cardinal calibrate --scorer checks-v2 --split dev` first)".into(),
+        ));
+    }
+    let rows = |dim: &str| -> Vec<([f64; 6], u8)> {
+        xs.iter()
+            .filter_map(|(id, x)| Some((*x, dev.reference(id, dim)?)))
+            .collect()
+    };
+    let (g, f) = (rows("groundedness"), rows("faithfulness"));
+    Ok(cardinal_judge::checks::Aggregations::select(&g, &f))
 }
 
 /// One row of the agreement tables.
@@ -375,6 +463,21 @@ fn judge_score(v: &Verdict) -> Option<u8> {
     v.score().map(|s| s.round().clamp(1.0, 5.0) as u8)
 }
 
+/// How a report variant scores an item.
+enum Rescore {
+    /// The verdicts as stored.
+    Stored,
+    /// The checks' results under another calibration (no aggregation: the checks alone).
+    Cal(Box<Calibration>),
+    /// One candidate combination of a `checks-v2` calibration (groundedness, faithfulness).
+    Aggregate(
+        Box<(
+            cardinal_judge::checks::Aggregation,
+            cardinal_judge::checks::Aggregation,
+        )>,
+    ),
+}
+
 /// Build the report of `scores` against `items` (every item of the corpus: the dev items are
 /// what the shortcut baselines are fitted on).
 pub fn report(items: &[LoadedItem], scores: &ScoresFile) -> Result<CalibrationReport> {
@@ -386,22 +489,44 @@ pub fn report(items: &[LoadedItem], scores: &ScoresFile) -> Result<CalibrationRe
     let mut slices = vec!["all".to_string()];
     slices.extend(langs.iter().cloned());
     let in_slice = |s: &ItemScores, slice: &str| slice == "all" || s.lang == slice;
-    // Variants: the stored scores, plus re-scorings of the checks scorer's results.
-    let mut variants: Vec<(String, Option<Calibration>)> = vec![("judge".into(), None)];
-    if scores.scorer == cardinal_judge::checks::SCORER {
+    // Variants: the stored scores, plus re-scorings of the checks scorers' results.
+    let mut variants: Vec<(String, Rescore)> = vec![("judge".into(), Rescore::Stored)];
+    if scores.scorer == cardinal_judge::checks::SCORER
+        || scores.scorer == cardinal_judge::checks::SCORER_V2
+    {
         let model = &scores.judge_model;
+        if let Some(aggs) = scores
+            .calibration
+            .as_ref()
+            .and_then(|c| c.aggregation.as_ref())
+        {
+            if let Some(c) = &scores.calibration {
+                let mut checks_only = c.clone();
+                checks_only.aggregation = None;
+                variants.push(("checks only".into(), Rescore::Cal(Box::new(checks_only))));
+            }
+            for (k, c) in aggs.groundedness_candidates.iter().enumerate() {
+                let Some(f) = aggs.faithfulness_candidates.get(k) else {
+                    continue;
+                };
+                variants.push((
+                    format!("dev-fitted: {}", c.name),
+                    Rescore::Aggregate(Box::new((c.fit.clone(), f.fit.clone()))),
+                ));
+            }
+        }
         variants.push((
             "uncalibrated".into(),
-            Some(Calibration::uncalibrated(model)),
+            Rescore::Cal(Box::new(Calibration::uncalibrated(model))),
         ));
         if let Some(cf) = &scores.content_free {
             let mut c = Calibration::uncalibrated(model);
             c.content_free = Some(cf.clone());
-            variants.push(("content-free".into(), Some(c)));
+            variants.push(("content-free".into(), Rescore::Cal(Box::new(c))));
         }
     }
     let mut rows = Vec::new();
-    for (variant, cal) in &variants {
+    for (variant, rescore) in &variants {
         for dim in GATED_DIMENSIONS {
             for slice in &slices {
                 let mut pairs = Vec::new();
@@ -418,13 +543,27 @@ pub fn report(items: &[LoadedItem], scores: &ScoresFile) -> Result<CalibrationRe
                         ))
                     })?;
                     let human = li.item.reference(dim).unwrap_or(0);
-                    let judge = match (cal, &s.checks) {
-                        (Some(c), Some(r)) => {
+                    let g = dim == "groundedness";
+                    let judge = match (rescore, &s.checks) {
+                        (Rescore::Stored, _) => s.verdicts.get(dim).and_then(judge_score),
+                        (Rescore::Cal(c), Some(r)) => {
                             let (_, sc) = c.scores(r);
-                            Some(if dim == "groundedness" { sc[0] } else { sc[1] })
+                            Some(if g { sc[0] } else { sc[1] })
                         }
-                        (Some(_), None) => None,
-                        (None, _) => s.verdicts.get(dim).and_then(judge_score),
+                        (Rescore::Aggregate(a), Some(r)) => s.signals.as_ref().map(|sig| {
+                            let cf = scores
+                                .calibration
+                                .as_ref()
+                                .and_then(|c| c.content_free.as_ref());
+                            let raw = cardinal_judge::checks::raw_scores(r, cf);
+                            let x = cardinal_judge::checks::features(&raw, sig);
+                            if g {
+                                a.0.score(&x)
+                            } else {
+                                a.1.score(&x)
+                            }
+                        }),
+                        (_, None) => None,
                     };
                     match judge {
                         Some(j) => pairs.push(Pair {

@@ -133,6 +133,8 @@ pub struct ChecksScorer {
     framing: CheckFraming,
     /// Ask the hallucination (`invented`) checks.
     hallucination: bool,
+    /// `checks-v2`: also read the [`cardinal_judge::checks::Signals`].
+    signals: bool,
 }
 
 impl ChecksScorer {
@@ -145,7 +147,19 @@ impl ChecksScorer {
             calibration,
             framing: CheckFraming::FullCard,
             hallucination: true,
+            signals: false,
         }
+    }
+
+    /// The scorer by name: `checks-v1`, or `checks-v2` (the checks plus signals).
+    pub fn named(
+        name: &str,
+        model: Arc<dyn cardinal_llm::YesNoModel>,
+        calibration: cardinal_judge::checks::Calibration,
+    ) -> Self {
+        let mut s = Self::new(model, calibration);
+        s.signals = name == cardinal_judge::checks::SCORER_V2;
+        s
     }
 
     /// The same scorer without the hallucination checks (its verdict is then not applicable):
@@ -173,6 +187,7 @@ impl ChecksScorer {
         (
             cardinal_judge::checks::CheckPlan,
             Vec<cardinal_judge::checks::CheckResult>,
+            Option<cardinal_judge::checks::Signals>,
         ),
         cardinal_llm::LlmError,
     > {
@@ -180,7 +195,31 @@ impl ChecksScorer {
         let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
         let answers = self.model.yes_no(&plan.messages, &texts)?;
         let results = cardinal_judge::checks::results(&plan, &answers);
-        Ok((plan, results))
+        let signals = if self.signals {
+            let (with, without) = cardinal_judge::checks::support_messages(input);
+            let answer = vec![input.answer.trim().to_string()];
+            let lp_with = self.model.reply_logprobs(&with, &answer)?;
+            let lp_without = self.model.reply_logprobs(&without, &answer)?;
+            let support_pmi = match (lp_with.first(), lp_without.first()) {
+                (Some(a), Some(b)) => a - b,
+                _ => {
+                    return Err(cardinal_llm::LlmError::Local(
+                        "the model scored no token of the answer".into(),
+                    ))
+                }
+            };
+            Some(cardinal_judge::checks::Signals {
+                support_pmi,
+                evidence: cardinal_judge::evidence::evidence(
+                    &plan.sentences,
+                    &cardinal_judge::checks::header_text(input),
+                    input.question,
+                ),
+            })
+        } else {
+            None
+        };
+        Ok((plan, results, signals))
     }
 
     /// Verdicts from already computed check results (re-scoring under another calibration).
@@ -189,14 +228,32 @@ impl ChecksScorer {
         plan_sentences: &[String],
         plan_rules: &[String],
         results: &[cardinal_judge::checks::CheckResult],
+        signals: Option<&cardinal_judge::checks::Signals>,
     ) -> Vec<(String, Verdict)> {
-        let (raw, scores) = calibration.scores(results);
-        let detail = serde_json::json!({
+        let Some((raw, scores)) = calibration.scores_with(results, signals) else {
+            return ["groundedness", "faithfulness", "hallucination"]
+                .iter()
+                .map(|d| {
+                    (
+                        d.to_string(),
+                        Verdict::Failed {
+                            runtime: false,
+                            message: "the calibration combines signals that were not read (a checks-v2 calibration used with checks-v1)".into(),
+                            detail: serde_json::Value::Null,
+                        },
+                    )
+                })
+                .collect();
+        };
+        let mut detail = serde_json::json!({
             "raw": raw,
             "sentences": plan_sentences,
             "rules": plan_rules,
             "checks": results,
         });
+        if let (Some(sig), Some(obj)) = (signals, detail.as_object_mut()) {
+            obj.insert("signals".into(), serde_json::json!(sig));
+        }
         let asked_invented = results
             .iter()
             .any(|r| r.kind == cardinal_judge::checks::CheckKind::Invented);
@@ -222,7 +279,11 @@ impl ChecksScorer {
 
 impl CaseScorer for ChecksScorer {
     fn name(&self) -> String {
-        cardinal_judge::checks::SCORER.into()
+        if self.signals {
+            cardinal_judge::checks::SCORER_V2.into()
+        } else {
+            cardinal_judge::checks::SCORER.into()
+        }
     }
 
     fn model_id(&self) -> String {
@@ -249,9 +310,13 @@ impl CaseScorer for ChecksScorer {
                 .collect();
         }
         match self.run_checks(input) {
-            Ok((plan, results)) => {
-                Self::verdicts(&self.calibration, &plan.sentences, &plan.rules, &results)
-            }
+            Ok((plan, results, signals)) => Self::verdicts(
+                &self.calibration,
+                &plan.sentences,
+                &plan.rules,
+                &results,
+                signals.as_ref(),
+            ),
             Err(e) => dims
                 .iter()
                 .map(|d| {
@@ -275,12 +340,18 @@ pub fn default_calibration_path(
     s: &crate::Settings,
 ) -> Option<std::path::PathBuf> {
     let name = s.judge.backend?.local_model()?;
-    Some(data.join("judge").join(format!("checks-v1.{name}.json")))
+    let scorer = if s.judge.scorer == cardinal_judge::checks::SCORER_V2 {
+        cardinal_judge::checks::SCORER_V2
+    } else {
+        cardinal_judge::checks::SCORER
+    };
+    Some(data.join("judge").join(format!("{scorer}.{name}.json")))
 }
 
 /// Load a calibration file, checking it belongs to the scorer and model.
 pub fn load_calibration(
     path: &std::path::Path,
+    scorer: &str,
     model_id: &str,
 ) -> crate::Result<cardinal_judge::checks::Calibration> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -296,6 +367,13 @@ pub fn load_calibration(
             e.line()
         ))
     })?;
+    if c.scorer != scorer {
+        return Err(crate::HarnessError::Input(format!(
+            "{} is a calibration of {} but the scorer is {scorer}",
+            path.display(),
+            c.scorer
+        )));
+    }
     if c.model_id != model_id {
         return Err(crate::HarnessError::Input(format!(
             "{} was fitted for {} but the judge is {model_id}",
@@ -334,14 +412,22 @@ pub fn build_scorer(
                 return Ok(None);
             };
             let calibration = match (&s.judge.calibration, default_calibration_path(data, s)) {
-                (Some(p), _) => load_calibration(p, &probe.id())?,
-                (None, Some(p)) if p.is_file() => load_calibration(&p, &probe.id())?,
+                (Some(p), _) => load_calibration(p, &s.judge.scorer, &probe.id())?,
+                (None, Some(p)) if p.is_file() => {
+                    load_calibration(&p, &s.judge.scorer, &probe.id())?
+                }
                 _ => {
                     obs.note("note: the judge runs uncalibrated (no fitted calibration for this model; see `cardinal calibrate --fit`)");
-                    cardinal_judge::checks::Calibration::uncalibrated(&probe.id())
+                    let mut c = cardinal_judge::checks::Calibration::uncalibrated(&probe.id());
+                    c.scorer = s.judge.scorer.clone();
+                    c
                 }
             };
-            Ok(Some(Box::new(ChecksScorer::new(probe, calibration))))
+            Ok(Some(Box::new(ChecksScorer::named(
+                &s.judge.scorer,
+                probe,
+                calibration,
+            ))))
         }
     }
 }

@@ -94,7 +94,7 @@ pub struct RawJudge {
     pub backend: Option<String>,
     pub url: Option<String>,
     pub model: Option<String>,
-    /// `checks-v1` (default) or `rubric-v1`.
+    /// `checks-v1` (default), `checks-v2` or `rubric-v1`.
     pub scorer: Option<String>,
     /// The checks scorer's fitted calibration file.
     pub calibration: Option<PathBuf>,
@@ -254,15 +254,15 @@ pub struct JudgeSettings {
     pub backend: Option<Backend>,
     pub url: String,
     pub model: String,
-    /// `checks-v1` or `rubric-v1`.
+    /// `checks-v1`, `checks-v2` or `rubric-v1`.
     pub scorer: String,
     /// The checks scorer's calibration file; `None`: the committed default for the judge model
-    /// when one exists (`data/judge/checks-v1.<model>.json`), else uncalibrated.
+    /// when one exists (`data/judge/<scorer>.<model>.json`), else uncalibrated.
     pub calibration: Option<PathBuf>,
 }
 
 /// The scorers a judge can run.
-pub const SCORERS: [&str; 2] = ["checks-v1", "rubric-v1"];
+pub const SCORERS: [&str; 3] = ["checks-v1", "checks-v2", "rubric-v1"];
 
 /// Resolved settings.
 #[derive(Debug, Clone)]
@@ -401,7 +401,7 @@ impl Settings {
         };
         if !SCORERS.contains(&judge.scorer.as_str()) {
             return Err(input(format!(
-                "unknown scorer `{}` (checks-v1 or rubric-v1)",
+                "unknown scorer `{}` (checks-v1, checks-v2 or rubric-v1)",
                 judge.scorer
             )));
         }

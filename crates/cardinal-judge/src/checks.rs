@@ -35,6 +35,11 @@ use crate::prompt::JudgeInput;
 /// Scorer family name and version.
 pub const SCORER: &str = "checks-v1";
 
+/// The second version: the same checks plus [`Signals`] (the model's support likelihood and
+/// the deterministic [`crate::evidence`]), combined per dimension by an [`Aggregation`]
+/// fitted on the dev split.
+pub const SCORER_V2: &str = "checks-v2";
+
 /// What a check asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -201,16 +206,19 @@ pub fn plan_with(input: &JudgeInput<'_>, framing: CheckFraming, invented: bool) 
     }
 }
 
+/// The header's intro paragraph (if any) and its bullet claims, one per line.
+fn fact_lines(card: &Card) -> Vec<&str> {
+    card.header()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.strip_prefix("- ").unwrap_or(l))
+        .collect()
+}
+
 fn card_block(card: &Card, framing: CheckFraming, rules: &mut Vec<String>) -> String {
     let mut s = format!("[{}] {}\nFACTS:\n", card.id, card.title);
-    let header = card.header();
-    // The header's intro paragraph (if any) and its bullet claims.
-    for line in header.lines() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let l = l.strip_prefix("- ").unwrap_or(l);
+    for l in fact_lines(card) {
         s.push_str(&format!("- {l}\n"));
     }
     if framing == CheckFraming::FullCard && !card.rules().is_empty() {
@@ -342,6 +350,276 @@ pub fn raw_scores(results: &[CheckResult], cf: Option<&ContentFree>) -> Raw {
     }
 }
 
+/// What `checks-v2` reads beside the yes/no checks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    /// Support likelihood: the mean log-probability per token of the answer read as the
+    /// model's own reply given the cited headers' facts, minus the same without them (nats per
+    /// token; higher = the facts make the answer more expected). See [`support_messages`].
+    pub support_pmi: f64,
+    /// Surface evidence of the answer against the cited headers.
+    pub evidence: crate::evidence::Evidence,
+}
+
+/// The two prompts of the support likelihood: the question answered with the cited headers'
+/// facts given, and without them. The answer is scored as the reply to each.
+pub fn support_messages(input: &JudgeInput<'_>) -> (Vec<Message>, Vec<Message>) {
+    let mut facts = String::new();
+    for card in &input.cited {
+        for line in fact_lines(card) {
+            facts.push_str(&format!("- {line}\n"));
+        }
+    }
+    let with = vec![
+        Message::system(format!(
+            "You are a clinic's patient support assistant. Answer the patient's question using only these facts:\n{facts}"
+        )),
+        Message::user(input.question.trim()),
+    ];
+    let without = vec![
+        Message::system(
+            "You are a clinic's patient support assistant. Answer the patient's question.",
+        ),
+        Message::user(input.question.trim()),
+    ];
+    (with, without)
+}
+
+/// The text of the cited headers (facts), for the surface evidence.
+pub fn header_text(input: &JudgeInput<'_>) -> String {
+    input
+        .cited
+        .iter()
+        .flat_map(|c| fact_lines(c))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The features an [`Aggregation`] reads, in this order; each is oriented so that higher
+/// means better on its construct (the fit may weigh it, never flip it).
+pub const FEATURES: [&str; 6] = [
+    "checks_groundedness",
+    "checks_faithfulness",
+    "support_pmi",
+    "coverage_mean",
+    "coverage_min",
+    "minus_new_numbers",
+];
+
+/// The evidence-only baseline's features (indices into [`FEATURES`]).
+pub const EVIDENCE_ONLY: [usize; 3] = [3, 4, 5];
+/// Every feature (indices into [`FEATURES`]).
+pub const ALL_FEATURES: [usize; 6] = [0, 1, 2, 3, 4, 5];
+
+/// The feature sets the fit compares per dimension by leave-one-out binned agreement on dev
+/// (the first of equal ones wins: fewer features first).
+pub const CANDIDATES: [(&str, &[usize]); 5] = [
+    ("support likelihood", &[2]),
+    ("checks", &[0, 1]),
+    ("evidence", &EVIDENCE_ONLY),
+    ("support likelihood + evidence", &[2, 3, 4, 5]),
+    ("all", &ALL_FEATURES),
+];
+
+fn bin3(s: u8) -> u8 {
+    match s {
+        1 | 2 => 0,
+        3 => 1,
+        _ => 2,
+    }
+}
+
+/// Leave-one-out binned agreement of [`Aggregation::fit`] with `features` on `rows`: each row
+/// scored by a fit (weights and cut points) on the others.
+pub fn loo_agreement(rows: &[([f64; 6], u8)], features: &[usize]) -> f64 {
+    if rows.len() < 2 {
+        return 0.0;
+    }
+    let hits = (0..rows.len())
+        .filter(|&i| {
+            let rest: Vec<([f64; 6], u8)> = rows
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, r)| *r)
+                .collect();
+            let a = Aggregation::fit(&rest, features);
+            bin3(a.score(&rows[i].0)) == bin3(rows[i].1)
+        })
+        .count();
+    hits as f64 / rows.len() as f64
+}
+
+/// One candidate feature set, fitted on all dev rows, with its leave-one-out agreement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub name: String,
+    pub loo_agreement: f64,
+    pub fit: Aggregation,
+}
+
+/// Fit every [`CANDIDATES`] set on `rows` and pick the best by leave-one-out agreement.
+/// Returns (chosen index, candidates).
+pub fn select(rows: &[([f64; 6], u8)]) -> (usize, Vec<Candidate>) {
+    let cands: Vec<Candidate> = CANDIDATES
+        .iter()
+        .map(|(name, f)| Candidate {
+            name: name.to_string(),
+            loo_agreement: loo_agreement(rows, f),
+            fit: Aggregation::fit(rows, f),
+        })
+        .collect();
+    let mut best = 0;
+    for (i, c) in cands.iter().enumerate() {
+        if c.loo_agreement > cands[best].loo_agreement + 1e-12 {
+            best = i;
+        }
+    }
+    (best, cands)
+}
+
+/// The feature vector of one item.
+pub fn features(raw: &Raw, s: &Signals) -> [f64; 6] {
+    [
+        raw.groundedness,
+        raw.faithfulness,
+        s.support_pmi,
+        s.evidence.coverage_mean,
+        s.evidence.coverage_min,
+        -(s.evidence.new_numbers as f64),
+    ]
+}
+
+/// A fitted linear combination of standardised [`FEATURES`] predicting the human 1–5 score,
+/// squashed to a raw score in (0, 1) (`1 / (1 + e^(3 − prediction))`, so 3 maps to 0.5), and
+/// the cut points fitted on that raw score. Weights are non-negative: a feature can only
+/// count in its declared direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregation {
+    /// Indices into [`FEATURES`] this combination may use.
+    pub features: Vec<usize>,
+    pub mean: Vec<f64>,
+    pub sd: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub intercept: f64,
+    pub cuts: Cuts,
+}
+
+impl Aggregation {
+    /// The predicted human score of a feature vector.
+    pub fn predict(&self, x: &[f64; 6]) -> f64 {
+        let mut y = self.intercept;
+        for (k, &f) in self.features.iter().enumerate() {
+            let sd = if self.sd[k] > 0.0 { self.sd[k] } else { 1.0 };
+            y += self.weights[k] * (x[f] - self.mean[k]) / sd;
+        }
+        y
+    }
+
+    /// The raw score in (0, 1).
+    pub fn raw(&self, x: &[f64; 6]) -> f64 {
+        1.0 / (1.0 + (3.0 - self.predict(x)).exp())
+    }
+
+    /// The 1–5 score.
+    pub fn score(&self, x: &[f64; 6]) -> u8 {
+        self.cuts.score(self.raw(x))
+    }
+
+    /// Fit on (features, human score) pairs: non-negative least squares on standardised
+    /// features (coordinate descent with a small ridge), then cut points on the raw score.
+    /// Pure; the caller decides which items it reads (dev only).
+    pub fn fit(rows: &[([f64; 6], u8)], features: &[usize]) -> Aggregation {
+        let n = rows.len().max(1) as f64;
+        let mean: Vec<f64> = features
+            .iter()
+            .map(|&f| rows.iter().map(|r| r.0[f]).sum::<f64>() / n)
+            .collect();
+        let sd: Vec<f64> = features
+            .iter()
+            .zip(&mean)
+            .map(|(&f, m)| (rows.iter().map(|r| (r.0[f] - m).powi(2)).sum::<f64>() / n).sqrt())
+            .collect();
+        let z: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|r| {
+                features
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &f)| {
+                        if sd[k] > 0.0 {
+                            (r.0[f] - mean[k]) / sd[k]
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let y: Vec<f64> = rows.iter().map(|r| r.1 as f64).collect();
+        let intercept = y.iter().sum::<f64>() / n;
+        let mut w = vec![0.0; features.len()];
+        const RIDGE: f64 = 1.0;
+        for _ in 0..200 {
+            for k in 0..w.len() {
+                let (mut num, mut den) = (0.0, RIDGE);
+                for (zi, yi) in z.iter().zip(&y) {
+                    let others: f64 = zi
+                        .iter()
+                        .zip(&w)
+                        .enumerate()
+                        .filter(|(j, _)| *j != k)
+                        .map(|(_, (a, b))| a * b)
+                        .sum();
+                    let r = yi - intercept - others;
+                    num += zi[k] * r;
+                    den += zi[k] * zi[k];
+                }
+                w[k] = (num / den).max(0.0);
+            }
+        }
+        let mut agg = Aggregation {
+            features: features.to_vec(),
+            mean,
+            sd,
+            weights: w,
+            intercept,
+            cuts: Cuts::DEFAULT,
+        };
+        let pairs: Vec<(f64, u8)> = rows.iter().map(|r| (agg.raw(&r.0), r.1)).collect();
+        agg.cuts = fit_cuts(&pairs);
+        agg
+    }
+}
+
+/// The fitted aggregations of `checks-v2`: per gated dimension, the feature set chosen by
+/// leave-one-out agreement on dev and every candidate (each fitted on all dev items, with its
+/// leave-one-out figure), so a report scores each candidate on test beside the chosen one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregations {
+    pub groundedness: Aggregation,
+    pub faithfulness: Aggregation,
+    pub groundedness_candidates: Vec<Candidate>,
+    pub faithfulness_candidates: Vec<Candidate>,
+    /// The names of the chosen candidates.
+    pub chosen: (String, String),
+}
+
+impl Aggregations {
+    /// Select and fit both dimensions on dev rows (the caller reads dev only).
+    pub fn select(g: &[([f64; 6], u8)], f: &[([f64; 6], u8)]) -> Aggregations {
+        let (gi, gc) = select(g);
+        let (fi, fc) = select(f);
+        Aggregations {
+            groundedness: gc[gi].fit.clone(),
+            faithfulness: fc[fi].fit.clone(),
+            chosen: (gc[gi].name.clone(), fc[fi].name.clone()),
+            groundedness_candidates: gc,
+            faithfulness_candidates: fc,
+        }
+    }
+}
+
 /// Cut points from a raw score in [0, 1] to 1–5: score = 1 + #{cuts ≤ raw}.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cuts(pub [f64; 4]);
@@ -368,6 +646,10 @@ pub struct Calibration {
     pub groundedness: Cuts,
     pub faithfulness: Cuts,
     pub hallucination: Cuts,
+    /// `checks-v2` only: the fitted combinations of checks and signals (the cuts above then
+    /// score the checks alone, a variant of the report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<Aggregations>,
 }
 
 impl Calibration {
@@ -382,7 +664,35 @@ impl Calibration {
             groundedness: Cuts::DEFAULT,
             faithfulness: Cuts::DEFAULT,
             hallucination: Cuts::DEFAULT,
+            aggregation: None,
         }
+    }
+
+    /// Scores with the signals of `checks-v2`: the aggregation decides groundedness and
+    /// faithfulness when the calibration has one (`None` if it has one and no signals were
+    /// read — never a score made up without them); hallucination always comes from the checks.
+    pub fn scores_with(
+        &self,
+        results: &[CheckResult],
+        signals: Option<&Signals>,
+    ) -> Option<(Raw, [u8; 3])> {
+        let (raw, sc) = self.scores(results);
+        let Some(agg) = &self.aggregation else {
+            return Some((raw, sc));
+        };
+        let x = features(&raw, signals?);
+        Some((
+            Raw {
+                groundedness: agg.groundedness.raw(&x),
+                faithfulness: agg.faithfulness.raw(&x),
+                hallucination: raw.hallucination,
+            },
+            [
+                agg.groundedness.score(&x),
+                agg.faithfulness.score(&x),
+                sc[2],
+            ],
+        ))
     }
 
     /// Digest identifying the fitted values (recorded in run manifests).
@@ -538,6 +848,111 @@ mod tests {
         assert!((cf.correct(CheckKind::Breaks, 0.8) - 0.5).abs() < 1e-12);
         assert!(cf.correct(CheckKind::Breaks, 0.95) > 0.5);
         assert_eq!(cf.correct(CheckKind::Claim, 0.3), 0.3);
+    }
+
+    #[test]
+    fn the_aggregation_weighs_a_feature_that_predicts_and_never_flips_one_that_does_not() {
+        // Feature 2 tracks the human score, feature 0 runs against it, the rest are noise.
+        let rows: Vec<([f64; 6], u8)> = (0..60)
+            .map(|i| {
+                let h = (i % 5 + 1) as u8;
+                let noise = ((i * 37) % 11) as f64 / 11.0;
+                (
+                    [
+                        1.0 - h as f64 / 5.0,
+                        noise,
+                        h as f64 + noise * 0.5,
+                        noise,
+                        0.5,
+                        0.0,
+                    ],
+                    h,
+                )
+            })
+            .collect();
+        let a = Aggregation::fit(&rows, &ALL_FEATURES);
+        let w = |f: usize| a.weights[a.features.iter().position(|&x| x == f).unwrap()];
+        assert_eq!(w(0), 0.0, "{a:?}");
+        assert!(w(2) > 0.5, "{a:?}");
+        assert!(a.weights.iter().all(|&x| x >= 0.0));
+        // The fitted scores follow the human ones on the bins.
+        let hits = rows
+            .iter()
+            .filter(|(x, h)| {
+                let bin = |s: u8| (s >= 3) as u8 + (s >= 4) as u8;
+                bin(a.score(x)) == bin(*h)
+            })
+            .count();
+        assert!(hits >= 54, "{hits} of 60");
+        // A constant feature (zero spread) is ignored, not divided by zero.
+        let e = Aggregation::fit(&rows, &[4]);
+        assert!(e.predict(&rows[0].0).is_finite());
+        // The evidence-only baseline reads only its features.
+        let b = Aggregation::fit(&rows, &EVIDENCE_ONLY);
+        assert_eq!(b.features, EVIDENCE_ONLY.to_vec());
+    }
+
+    #[test]
+    fn a_v2_calibration_without_signals_gives_no_score() {
+        let rows: Vec<([f64; 6], u8)> = (0..10)
+            .map(|i| ([0.5, 0.5, i as f64, 1.0, 1.0, 0.0], (i % 5 + 1) as u8))
+            .collect();
+        let agg = Aggregation::fit(&rows, &ALL_FEATURES);
+        let mut c = Calibration::uncalibrated("m");
+        c.aggregation = Some(Aggregations {
+            groundedness: agg.clone(),
+            faithfulness: agg,
+            groundedness_candidates: Vec::new(),
+            faithfulness_candidates: Vec::new(),
+            chosen: ("all".into(), "all".into()),
+        });
+        let results = vec![r(CheckKind::Claim, 1, 0.9), r(CheckKind::Supported, 1, 0.9)];
+        assert!(c.scores_with(&results, None).is_none());
+        let sig = Signals {
+            support_pmi: 9.0,
+            evidence: crate::evidence::Evidence {
+                coverage_mean: 1.0,
+                coverage_min: 1.0,
+                new_numbers: 0,
+            },
+        };
+        let (_, high) = c.scores_with(&results, Some(&sig)).unwrap();
+        let low_sig = Signals {
+            support_pmi: 0.0,
+            ..sig
+        };
+        let (_, low) = c.scores_with(&results, Some(&low_sig)).unwrap();
+        assert!(high[0] > low[0], "{high:?} vs {low:?}");
+        // Without an aggregation the checks alone decide, signals or not.
+        let plain = Calibration::uncalibrated("m");
+        assert_eq!(
+            plain.scores_with(&results, None).map(|x| x.1),
+            Some(plain.scores(&results).1)
+        );
+    }
+
+    #[test]
+    fn selection_prefers_the_set_that_generalises_on_left_out_rows() {
+        // Feature 2 carries the label; the others are noise that an in-sample fit could use.
+        let rows: Vec<([f64; 6], u8)> = (0..40)
+            .map(|i| {
+                let h = (i % 5 + 1) as u8;
+                let n = |k: usize| ((i * k) % 13) as f64 / 13.0;
+                ([n(3), n(5), h as f64, n(7), n(11), -n(2)], h)
+            })
+            .collect();
+        let (best, cands) = select(&rows);
+        assert_eq!(cands.len(), CANDIDATES.len());
+        let support = cands
+            .iter()
+            .find(|c| c.name == "support likelihood")
+            .unwrap();
+        let evidence = cands.iter().find(|c| c.name == "evidence").unwrap();
+        assert!(support.loo_agreement > 0.9, "{support:?}");
+        assert!(evidence.loo_agreement < 0.7, "{evidence:?}");
+        assert!(cands[best].loo_agreement >= support.loo_agreement);
+        let a = Aggregations::select(&rows, &rows);
+        assert_eq!(a.chosen.0, cands[best].name);
     }
 
     #[test]

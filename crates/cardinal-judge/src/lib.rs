@@ -13,6 +13,7 @@
 
 pub mod checks;
 pub mod dimension;
+pub mod evidence;
 pub mod judge;
 pub mod parse;
 pub mod prompt;

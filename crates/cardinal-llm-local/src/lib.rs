@@ -973,6 +973,94 @@ impl LocalModel {
         Ok((out, stats))
     }
 
+    /// [`cardinal_llm::YesNoModel::reply_logprobs`]: the prompt (ending with the assistant's
+    /// opener) and the pieces' tokens are evaluated as one sequence from an empty cache, with
+    /// logits requested only where they predict a piece's token.
+    fn reply_logprobs_impl(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        if pieces.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (prompt, _) = self.prompt_tokens_split(messages)?;
+        let vocab = self.model.vocab();
+        let mut tokens = prompt.clone();
+        // For each reply token: which piece it belongs to.
+        let mut owner: Vec<usize> = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            let text = if i == 0 {
+                piece.clone()
+            } else {
+                format!(" {piece}")
+            };
+            let t = vocab.tokenize(text.as_bytes(), false, false);
+            owner.extend(std::iter::repeat_n(i, t.len()));
+            tokens.extend(t);
+        }
+        let n_ctx = self.context_size as usize;
+        if tokens.len() >= n_ctx {
+            return Err(local(format!(
+                "the prompt and the reply are {} tokens but the context holds {n_ctx}",
+                tokens.len()
+            )));
+        }
+        let chunk = self.batch_size as usize;
+        let start = prompt.len();
+        let mut sums = vec![0.0f64; pieces.len()];
+        let mut counts = vec![0usize; pieces.len()];
+        let mut state = self.lock();
+        let i = self.pick_slot(&mut state, &prompt, 0);
+        state.clock += 1;
+        let clock = state.clock;
+        let slot = &mut state.slots[i];
+        slot.last_used = clock;
+        slot.forget();
+        let mut batch = LlamaBatch::new(chunk, 1);
+        let mut result = Ok(());
+        'outer: for (n, part) in tokens.chunks(chunk).enumerate() {
+            batch.clear();
+            // (index in batch, position whose logits predict the next token)
+            let mut read = Vec::new();
+            for (j, &tok) in part.iter().enumerate() {
+                let pos = n * chunk + j;
+                // Position pos predicts token pos + 1: wanted when that token is a reply token.
+                let wanted = pos + 1 >= start && pos + 1 < tokens.len();
+                if wanted {
+                    read.push((batch.n_tokens(), pos + 1));
+                }
+                if let Err(e) = batch.add(tok, pos as i32, &[0], wanted) {
+                    result = Err(local(format!("llama.cpp batch: {e}")));
+                    break 'outer;
+                }
+            }
+            if let Err(e) = slot.ctx.decode(&mut batch) {
+                result = Err(local(format!("llama.cpp failed on a reply: {e}")));
+                break;
+            }
+            for (idx, next) in read {
+                let logits = slot.ctx.get_logits_ith(idx);
+                let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+                let log_z = m + logits
+                    .iter()
+                    .map(|&l| (l as f64 - m).exp())
+                    .sum::<f64>()
+                    .ln();
+                let Some(&l) = logits.get(tokens[next].0 as usize) else {
+                    result = Err(local("a reply token is outside the vocabulary"));
+                    break 'outer;
+                };
+                let k = owner[next - start];
+                sums[k] += l as f64 - log_z;
+                counts[k] += 1;
+            }
+        }
+        slot.forget();
+        result?;
+        Ok(sums
+            .iter()
+            .zip(&counts)
+            .map(|(s, &c)| if c == 0 { 0.0 } else { s / c as f64 })
+            .collect())
+    }
+
     fn decode_and_read(
         &self,
         slot: &mut Slot,
@@ -1012,6 +1100,10 @@ impl cardinal_llm::YesNoModel for LocalModel {
 
     fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<cardinal_llm::YesNo>> {
         self.yes_no_with_stats(messages, checks).map(|(v, _)| v)
+    }
+
+    fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        self.reply_logprobs_impl(messages, pieces)
     }
 }
 

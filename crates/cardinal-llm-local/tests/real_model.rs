@@ -398,3 +398,44 @@ fn multi_sequence_checks_match_each_check_evaluated_alone() {
         mean(&noise)
     );
 }
+
+/// The support likelihood's instrument: a reply's mean log-probability per token is finite
+/// and negative, does not depend on how the prompt and reply split across batches, scores a
+/// piece given only the earlier pieces (adding a later piece leaves it alone), and rises when
+/// the prompt states what the reply says.
+#[test]
+fn reply_logprobs_score_each_piece_given_the_prompt_and_earlier_pieces() {
+    use cardinal_llm::YesNoModel as _;
+    let m = own_model(LocalOptions {
+        context_size: 512,
+        batch_size: 8,
+        ..small_options()
+    });
+    let wide = own_model(LocalOptions {
+        context_size: 512,
+        batch_size: 64,
+        ..small_options()
+    });
+    let reply = [
+        "The advice line is open from 7 am to 10 pm.".to_string(),
+        "After hours, call 555-0142.".to_string(),
+    ];
+    let two = m.reply_logprobs(&question(), &reply).unwrap();
+    assert_eq!(two.len(), 2);
+    assert!(two.iter().all(|v| v.is_finite() && *v < 0.0), "{two:?}");
+    let one = m.reply_logprobs(&question(), &reply[..1]).unwrap();
+    assert!((one[0] - two[0]).abs() < 0.05, "{one:?} vs {two:?}");
+    let batched = wide.reply_logprobs(&question(), &reply).unwrap();
+    for (a, b) in two.iter().zip(&batched) {
+        assert!((a - b).abs() < 0.05, "{two:?} vs {batched:?}");
+    }
+    // Without the context the hours and number are guesses: less likely per token.
+    let bare = vec![Message::user("Until what time is the advice line open?")];
+    let guess = m.reply_logprobs(&bare, &reply).unwrap();
+    assert!(two[0] > guess[0] + 0.2, "{two:?} vs {guess:?}");
+    assert!(two[1] > guess[1] + 0.2, "{two:?} vs {guess:?}");
+    assert!(m.reply_logprobs(&question(), &[]).unwrap().is_empty());
+    // A generation afterwards still works (the slot was left clean).
+    let out = m.complete(&question(), &params(8)).unwrap();
+    assert!(!out.text.trim().is_empty());
+}

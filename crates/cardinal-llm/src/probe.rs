@@ -30,6 +30,18 @@ pub trait YesNoModel: Send + Sync {
 
     /// One [`YesNo`] per check, in order. Fails as a whole (never a made-up probability).
     fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<YesNo>>;
+
+    /// The mean log-probability per token of each piece of an assistant reply to `messages`:
+    /// the pieces are read one after another as the reply's text (piece `i` is scored given
+    /// the prompt and pieces `0..i`; pieces after the first are joined with one space). Fails
+    /// as a whole; a backend that cannot score given text says so (a configuration error).
+    fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        let _ = (messages, pieces);
+        Err(crate::LlmError::Config(format!(
+            "{} cannot score the tokens of a given reply",
+            self.id()
+        )))
+    }
 }
 
 /// The spellings of Yes and No whose first-token probabilities count.
@@ -185,6 +197,49 @@ impl<M: YesNoModel> YesNoModel for CachedYesNo<M> {
         }
         Ok(out.into_iter().flatten().collect())
     }
+
+    fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !self.enabled {
+            return self.inner.reply_logprobs(messages, pieces);
+        }
+        let check = serde_json::to_string(pieces)
+            .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
+        let key = serde_json::to_vec(&Key {
+            kind: "reply_logprobs/v1",
+            model: self.inner.id(),
+            messages,
+            check: &check,
+        })
+        .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
+        let h = cardinal_digest::sha256_hex(&key);
+        let p = self.dir.join(&h[..2]).join(format!("{h}.logprobs.json"));
+        if let Some(v) = std::fs::read_to_string(&p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Vec<f64>>(&t).ok())
+            .filter(|v| v.len() == pieces.len() && v.iter().all(|x| x.is_finite()))
+        {
+            self.hits.fetch_add(1, Relaxed);
+            return Ok(v);
+        }
+        self.calls.fetch_add(1, Relaxed);
+        let v = self.inner.reply_logprobs(messages, pieces)?;
+        if let Some(parent) = p.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
+        let written = serde_json::to_vec(&v)
+            .ok()
+            .and_then(|b| std::fs::write(&tmp, b).ok())
+            .and_then(|_| std::fs::rename(&tmp, &p).ok());
+        if written.is_none() {
+            return Err(LlmError::Cache {
+                path: p.display().to_string(),
+                message: "cannot write a cache entry".into(),
+            });
+        }
+        Ok(v)
+    }
 }
 
 impl<T: YesNoModel + ?Sized> YesNoModel for std::sync::Arc<T> {
@@ -194,6 +249,9 @@ impl<T: YesNoModel + ?Sized> YesNoModel for std::sync::Arc<T> {
     fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<YesNo>> {
         (**self).yes_no(messages, checks)
     }
+    fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        (**self).reply_logprobs(messages, pieces)
+    }
 }
 
 impl<T: YesNoModel + ?Sized> YesNoModel for Box<T> {
@@ -202,6 +260,9 @@ impl<T: YesNoModel + ?Sized> YesNoModel for Box<T> {
     }
     fn yes_no(&self, messages: &[Message], checks: &[String]) -> Result<Vec<YesNo>> {
         (**self).yes_no(messages, checks)
+    }
+    fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
+        (**self).reply_logprobs(messages, pieces)
     }
 }
 
