@@ -142,9 +142,7 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Resul
     };
     let mut scores = scores;
     if args.rescore {
-        if scores.scorer != cardinal_judge::checks::SCORER
-            && scores.scorer != cardinal_judge::checks::SCORER_V2
-        {
+        if !cardinal_judge::checks::is_checks_scorer(&scores.scorer) {
             return Err(input(format!(
                 "--rescore re-scores the checks scorers only (the scores are {})",
                 scores.scorer
@@ -347,9 +345,7 @@ fn fit(
     args: &CalibrateArgs,
     obs: &dyn Observer,
 ) -> Result<()> {
-    if scores.scorer != cardinal_judge::checks::SCORER
-        && scores.scorer != cardinal_judge::checks::SCORER_V2
-    {
+    if !cardinal_judge::checks::is_checks_scorer(&scores.scorer) {
         return Err(input(
             "--fit fits the checks scorers only (checks-v1, checks-v2)".into(),
         ));

@@ -253,7 +253,6 @@ pub fn rescore(scores: &mut ScoresFile, calibration: &Calibration) {
                 .unwrap_or_default()
         };
         let (sentences, rules) = (list("sentences"), list("rules"));
-        let gated: Vec<&String> = it.verdicts.keys().collect();
         let fresh = crate::scorer::ChecksScorer::verdicts(
             calibration,
             &sentences,
@@ -261,11 +260,12 @@ pub fn rescore(scores: &mut ScoresFile, calibration: &Calibration) {
             checks,
             it.signals.as_ref(),
         );
-        let keep: Vec<String> = gated.into_iter().cloned().collect();
-        it.verdicts = fresh
+        // Only the dimensions the item was judged on (calibration judges the gated two).
+        let fresh: BTreeMap<String, Verdict> = fresh
             .into_iter()
-            .filter(|(d, _)| keep.contains(d))
+            .filter(|(d, _)| it.verdicts.contains_key(d))
             .collect();
+        it.verdicts = fresh;
     }
     scores.calibration = Some(calibration.clone());
 }
@@ -491,9 +491,7 @@ pub fn report(items: &[LoadedItem], scores: &ScoresFile) -> Result<CalibrationRe
     let in_slice = |s: &ItemScores, slice: &str| slice == "all" || s.lang == slice;
     // Variants: the stored scores, plus re-scorings of the checks scorers' results.
     let mut variants: Vec<(String, Rescore)> = vec![("judge".into(), Rescore::Stored)];
-    if scores.scorer == cardinal_judge::checks::SCORER
-        || scores.scorer == cardinal_judge::checks::SCORER_V2
-    {
+    if cardinal_judge::checks::is_checks_scorer(&scores.scorer) {
         let model = &scores.judge_model;
         if let Some(aggs) = scores
             .calibration

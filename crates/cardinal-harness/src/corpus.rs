@@ -82,16 +82,7 @@ fn cat_name(c: Category) -> String {
 
 /// Numbers (runs of digits, with inner `.`/`,`/`:`/`-`) in a text, citation markers removed.
 pub fn numbers(text: &str) -> Vec<String> {
-    let mut clean = String::with_capacity(text.len());
-    let mut depth = 0;
-    for ch in text.chars() {
-        match ch {
-            '[' => depth += 1,
-            ']' if depth > 0 => depth -= 1,
-            c if depth == 0 => clean.push(c),
-            _ => {}
-        }
-    }
+    let clean = cardinal_kb::text::without_citations(text);
     let mut out = Vec::new();
     let mut cur = String::new();
     let chars: Vec<char> = clean.chars().collect();

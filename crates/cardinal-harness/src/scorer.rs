@@ -340,8 +340,8 @@ pub fn default_calibration_path(
     s: &crate::Settings,
 ) -> Option<std::path::PathBuf> {
     let name = s.judge.backend?.local_model()?;
-    let scorer = if s.judge.scorer == cardinal_judge::checks::SCORER_V2 {
-        cardinal_judge::checks::SCORER_V2
+    let scorer = if cardinal_judge::checks::is_checks_scorer(&s.judge.scorer) {
+        s.judge.scorer.as_str()
     } else {
         cardinal_judge::checks::SCORER
     };

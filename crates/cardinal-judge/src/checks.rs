@@ -40,6 +40,12 @@ pub const SCORER: &str = "checks-v1";
 /// fitted on the dev split.
 pub const SCORER_V2: &str = "checks-v2";
 
+/// Whether `name` is a scorer of this family (its results are checks that can be re-scored and
+/// fitted).
+pub fn is_checks_scorer(name: &str) -> bool {
+    name == SCORER || name == SCORER_V2
+}
+
 /// What a check asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,6 +9,7 @@
 //! aggregation of `checks-v2`, reported beside the model's own checks and alone (as a
 //! baseline), so a report shows what the model adds to it.
 
+use cardinal_kb::text::without_citations;
 use serde::{Deserialize, Serialize};
 
 /// Words shorter than this are treated as function words and ignored.
@@ -41,21 +42,6 @@ fn fold(c: char) -> char {
         'ñ' => 'n',
         other => other,
     }
-}
-
-/// Text without citation markers (`[card-id]`).
-fn without_citations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// Folded alphanumeric runs of `text`.

@@ -1,6 +1,21 @@
 //! Text helpers shared by the evaluators and the judge: sentence splitting that keeps citation
 //! markers with their sentence, and citation-marker counting.
 
+/// The text without its citation markers (`[card-id]`, nested brackets included).
+pub fn without_citations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Sentences of an answer: split after `.`, `!`, `?` (or `…`) followed by whitespace, unless
 /// what follows is a citation marker (`[`), which belongs to the sentence before.
 pub fn sentences(answer: &str) -> Vec<&str> {

@@ -980,7 +980,7 @@ impl LocalModel {
         if pieces.is_empty() {
             return Ok(Vec::new());
         }
-        let (prompt, _) = self.prompt_tokens_split(messages)?;
+        let prompt = self.prompt_tokens(messages)?;
         let vocab = self.model.vocab();
         let mut tokens = prompt.clone();
         // For each reply token: which piece it belongs to.
@@ -1037,12 +1037,7 @@ impl LocalModel {
             }
             for (idx, next) in read {
                 let logits = slot.ctx.get_logits_ith(idx);
-                let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-                let log_z = m + logits
-                    .iter()
-                    .map(|&l| (l as f64 - m).exp())
-                    .sum::<f64>()
-                    .ln();
+                let log_z = log_normaliser(logits);
                 let Some(&l) = logits.get(tokens[next].0 as usize) else {
                     result = Err(local("a reply token is outside the vocabulary"));
                     break 'outer;
@@ -1075,12 +1070,7 @@ impl LocalModel {
             .map_err(|e| local(format!("llama.cpp failed on a check: {e}")))?;
         for (k, idx) in pending.drain(..) {
             let logits = slot.ctx.get_logits_ith(idx);
-            let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-            let log_z = m + logits
-                .iter()
-                .map(|&l| (l as f64 - m).exp())
-                .sum::<f64>()
-                .ln();
+            let log_z = log_normaliser(logits);
             let pick = |ids: &[LlamaToken]| -> Vec<f64> {
                 ids.iter()
                     .filter_map(|t| logits.get(t.0 as usize).map(|&l| l as f64))
@@ -1105,6 +1095,16 @@ impl cardinal_llm::YesNoModel for LocalModel {
     fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
         self.reply_logprobs_impl(messages, pieces)
     }
+}
+
+/// log Σ exp(logits), computed stably in f64: the normaliser of a next-token distribution.
+fn log_normaliser(logits: &[f32]) -> f64 {
+    let m = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    m + logits
+        .iter()
+        .map(|&l| (l as f64 - m).exp())
+        .sum::<f64>()
+        .ln()
 }
 
 fn role_name(role: Role) -> &'static str {

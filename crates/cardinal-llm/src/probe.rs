@@ -128,15 +128,42 @@ impl<M: YesNoModel> CachedYesNo<M> {
     }
 
     fn path(&self, messages: &[Message], check: &str) -> Result<PathBuf> {
+        self.entry_path("yes_no/v1", "yesno", messages, check)
+    }
+
+    /// Where the entry of `kind` for this prompt and check lives (`<h[..2]>/<h>.<ext>.json`).
+    fn entry_path(
+        &self,
+        kind: &'static str,
+        ext: &str,
+        messages: &[Message],
+        check: &str,
+    ) -> Result<PathBuf> {
         let key = serde_json::to_vec(&Key {
-            kind: "yes_no/v1",
+            kind,
             model: self.inner.id(),
             messages,
             check,
         })
         .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
         let h = cardinal_digest::sha256_hex(&key);
-        Ok(self.dir.join(&h[..2]).join(format!("{h}.yesno.json")))
+        Ok(self.dir.join(&h[..2]).join(format!("{h}.{ext}.json")))
+    }
+
+    /// Write one entry atomically (temporary file, then rename).
+    fn write_entry<T: Serialize>(p: &Path, v: &T) -> Result<()> {
+        if let Some(parent) = p.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
+        let written = serde_json::to_vec(v)
+            .ok()
+            .and_then(|b| std::fs::write(&tmp, b).ok())
+            .and_then(|_| std::fs::rename(&tmp, p).ok());
+        written.ok_or_else(|| LlmError::Cache {
+            path: p.display().to_string(),
+            message: "cannot write a cache entry".into(),
+        })
     }
 
     fn read(path: &Path) -> Option<YesNo> {
@@ -177,21 +204,7 @@ impl<M: YesNoModel> YesNoModel for CachedYesNo<M> {
                 )));
             }
             for (&i, v) in missing.iter().zip(got) {
-                let p = &paths[i];
-                if let Some(parent) = p.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
-                let written = serde_json::to_vec(&v)
-                    .ok()
-                    .and_then(|b| std::fs::write(&tmp, b).ok())
-                    .and_then(|_| std::fs::rename(&tmp, p).ok());
-                if written.is_none() {
-                    return Err(LlmError::Cache {
-                        path: p.display().to_string(),
-                        message: "cannot write a cache entry".into(),
-                    });
-                }
+                Self::write_entry(&paths[i], &v)?;
                 out[i] = Some(v);
             }
         }
@@ -205,15 +218,7 @@ impl<M: YesNoModel> YesNoModel for CachedYesNo<M> {
         }
         let check = serde_json::to_string(pieces)
             .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
-        let key = serde_json::to_vec(&Key {
-            kind: "reply_logprobs/v1",
-            model: self.inner.id(),
-            messages,
-            check: &check,
-        })
-        .map_err(|e| LlmError::Config(format!("cannot serialise a cache key: {e}")))?;
-        let h = cardinal_digest::sha256_hex(&key);
-        let p = self.dir.join(&h[..2]).join(format!("{h}.logprobs.json"));
+        let p = self.entry_path("reply_logprobs/v1", "logprobs", messages, &check)?;
         if let Some(v) = std::fs::read_to_string(&p)
             .ok()
             .and_then(|t| serde_json::from_str::<Vec<f64>>(&t).ok())
@@ -224,20 +229,7 @@ impl<M: YesNoModel> YesNoModel for CachedYesNo<M> {
         }
         self.calls.fetch_add(1, Relaxed);
         let v = self.inner.reply_logprobs(messages, pieces)?;
-        if let Some(parent) = p.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        let tmp = p.with_extension(format!("tmp-{}", std::process::id()));
-        let written = serde_json::to_vec(&v)
-            .ok()
-            .and_then(|b| std::fs::write(&tmp, b).ok())
-            .and_then(|_| std::fs::rename(&tmp, &p).ok());
-        if written.is_none() {
-            return Err(LlmError::Cache {
-                path: p.display().to_string(),
-                message: "cannot write a cache entry".into(),
-            });
-        }
+        Self::write_entry(&p, &v)?;
         Ok(v)
     }
 }
