@@ -244,8 +244,14 @@ pub fn embed(
         }
     }
     let ratio = [tps[0][0] / tps[1][0], tps[0][1] / tps[1][1]];
+    let kernel = if cardinal_embed::matmul::packed_kernel_available() {
+        "packed AVX-512 kernel"
+    } else {
+        "gemm"
+    };
     lines.push(format!(
-        "matrix product 2048x384x1536: {gflops:.1} GFLOP/s (the encoder's ceiling: {:.0} tokens/s)",
+        "matrix product 2048x384x1536 ({kernel}): {gflops:.1} GFLOP/s (the encoder's ceiling: \
+         {:.0} tokens/s)",
         gflops * 1e9 / 42.5e6
     ));
     lines.push(format!(
@@ -263,7 +269,7 @@ pub fn embed(
             "ratio_native_over_candle": {"chunks": ratio[0], "questions": ratio[1]},
             "one_query_per_call_ms": {"p50": p50, "p95": p95},
             "target_tokens_per_second": 2000,
-            "matmul_gflops": gflops,
+            "matmul_gflops": gflops, "matmul_kernel": kernel,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {

@@ -8,6 +8,7 @@
 pub mod bert;
 pub mod cross;
 pub mod error;
+pub mod matmul;
 pub mod native;
 pub mod query_cache;
 

@@ -19,12 +19,12 @@
 use std::fs::File;
 use std::path::Path;
 
-use gemm::Parallelism;
 use memmap2::Mmap;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{EmbedError, Result};
+use crate::matmul::Weight;
 
 /// The shape of a BERT encoder, from `config.json`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,15 +83,15 @@ impl BertShape {
 }
 
 struct Layer {
-    qkv_w: Vec<f32>, // [hidden, 3·hidden]: transposed, like every weight below
+    qkv_w: Weight, // [hidden, 3·hidden]: transposed, like every weight below
     qkv_b: Vec<f32>,
-    out_w: Vec<f32>,
+    out_w: Weight,
     out_b: Vec<f32>,
     ln1_g: Vec<f32>,
     ln1_b: Vec<f32>,
-    up_w: Vec<f32>, // [hidden, intermediate]
+    up_w: Weight, // [hidden, intermediate]
     up_b: Vec<f32>,
-    down_w: Vec<f32>, // [intermediate, hidden]
+    down_w: Weight, // [intermediate, hidden]
     down_b: Vec<f32>,
     ln2_g: Vec<f32>,
     ln2_b: Vec<f32>,
@@ -126,12 +126,13 @@ pub fn matmul_gflops(rows: usize, k: usize, n: usize, reps: usize) -> f64 {
     let w: Vec<f32> = (0..k * n)
         .map(|i| ((i % 89) as f32 - 44.0) / 89.0)
         .collect();
+    let w = Weight::new(w, k, n);
     let b = vec![0f32; n];
     let mut out = vec![0f32; rows * n];
     let mut secs: Vec<f64> = (0..reps.max(1))
         .map(|_| {
             let t = std::time::Instant::now();
-            linear(&x, rows, k, &w, &b, n, &mut out);
+            linear(&x, rows, k, &w, &b, &mut out);
             t.elapsed().as_secs_f64()
         })
         .collect();
@@ -206,14 +207,14 @@ impl NativeBert {
         let inter = shape.intermediate;
         // Weights are stored transposed, [in, out] row-major: the matrix products then read a
         // plain row-major right-hand side.
-        let t = |w: Vec<f32>, n: usize, k: usize| -> Vec<f32> {
+        let t = |w: Vec<f32>, n: usize, k: usize| -> Weight {
             let mut out = vec![0f32; n * k];
             for r in 0..n {
                 for c in 0..k {
                     out[c * n + r] = w[r * k + c];
                 }
             }
-            out
+            Weight::new(out, k, n)
         };
         for l in 0..shape.layers {
             let p = format!("encoder.layer.{l}.");
@@ -313,13 +314,13 @@ impl NativeBert {
         let mut tmp = vec![0f32; total * h];
         let mut up = vec![0f32; total * inter];
         for layer in &self.layers {
-            linear(&x, total, h, &layer.qkv_w, &layer.qkv_b, 3 * h, &mut qkv);
+            linear(&x, total, h, &layer.qkv_w, &layer.qkv_b, &mut qkv);
             self.attention(&qkv, &spans, &mut ctx);
-            linear(&ctx, total, h, &layer.out_w, &layer.out_b, h, &mut tmp);
+            linear(&ctx, total, h, &layer.out_w, &layer.out_b, &mut tmp);
             residual_layer_norm(&mut x, &tmp, h, &layer.ln1_g, &layer.ln1_b, eps);
-            linear(&x, total, h, &layer.up_w, &layer.up_b, inter, &mut up);
+            linear(&x, total, h, &layer.up_w, &layer.up_b, &mut up);
             gelu_in_place(&mut up);
-            linear(&up, total, inter, &layer.down_w, &layer.down_b, h, &mut tmp);
+            linear(&up, total, inter, &layer.down_w, &layer.down_b, &mut tmp);
             residual_layer_norm(&mut x, &tmp, h, &layer.ln2_g, &layer.ln2_b, eps);
         }
         Ok(spans
@@ -368,7 +369,7 @@ impl NativeBert {
 /// Defines `$name` as a call of the `#[inline(always)]` function `$body`, compiled a second
 /// time with AVX2 and FMA enabled and chosen at run time when the CPU has them. The crate is
 /// built for the x86-64 baseline (SSE2), so without this the loops below are not vectorised
-/// past 4 lanes (the matrix products dispatch on their own, inside `gemm`).
+/// past 4 lanes (the matrix products dispatch on their own, in `crate::matmul`).
 macro_rules! with_avx2 {
     ($(#[$meta:meta])* fn $name:ident = $body:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
         $(#[$meta])*
@@ -478,55 +479,24 @@ fn lanes_sum(x: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + x[whole..].iter().sum::<f32>()
 }
 
-/// `out[rows, n] = x[rows, k] · wt + b`, with `wt` stored `[k, n]` row-major (the transpose of
-/// PyTorch's `[n, k]` layout).
-fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+/// `out[rows, n] = x[rows, k] · w + b` (`w` is `[k, n]`, the transpose of PyTorch's `[n, k]`).
+fn linear(x: &[f32], rows: usize, k: usize, w: &Weight, b: &[f32], out: &mut [f32]) {
+    let n = w.n();
     debug_assert_eq!(x.len(), rows * k);
-    debug_assert_eq!(w.len(), n * k);
     let out = &mut out[..rows * n];
     for r in out.chunks_exact_mut(n) {
         r.copy_from_slice(b);
     }
-    // Rows are split across the threads here, each block one single-threaded product: gemm's
-    // own threading decides by cache-size heuristics and, in some processes, ran on one thread.
+    // Rows are split across the threads here, each block one single-threaded product (gemm's
+    // own threading decides by cache-size heuristics and, in some processes, ran on one thread).
     let threads = rayon::current_num_threads().max(1);
     let block = rows.div_ceil(threads).max(64);
     if threads > 1 && rows > block {
         out.par_chunks_mut(block * n)
             .zip(x.par_chunks(block * k))
-            .for_each(|(o, xb)| gemm_block(xb, o.len() / n, k, w, n, o));
+            .for_each(|(o, xb)| w.product_acc(xb, o.len() / n, o));
     } else {
-        gemm_block(x, rows, k, w, n, out);
-    }
-}
-
-/// `out[rows, n] += x[rows, k] · wt[k, n]`, single-threaded.
-fn gemm_block(x: &[f32], rows: usize, k: usize, wt: &[f32], n: usize, out: &mut [f32]) {
-    assert!(x.len() >= rows * k && wt.len() >= k * n && out.len() >= rows * n);
-    // SAFETY: the strides describe exactly the buffers passed: x is [rows, k], wt is [k, n]
-    // and out is [rows, n], all row-major; the lengths are checked above.
-    unsafe {
-        gemm::gemm(
-            rows,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            true,
-            x.as_ptr(),
-            1,
-            k as isize,
-            wt.as_ptr(),
-            1,
-            n as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        );
+        w.product_acc(x, rows, out);
     }
 }
 
@@ -668,7 +638,7 @@ mod tests {
                 wt[c * n + r] = w[r * k + c];
             }
         }
-        linear(&x, rows, k, &wt, &b, n, &mut out);
+        linear(&x, rows, k, &Weight::new(wt, k, n), &b, &mut out);
         for r in 0..rows {
             for c in 0..n {
                 let want: f32 = b[c] + (0..k).map(|i| x[r * k + i] * w[c * k + i]).sum::<f32>();
