@@ -11,6 +11,11 @@ Rules, in this order:
    inside each stratum the cases are ordered by sha256(SEED + ":" + id) and the first half goes to
    `test`; a stratum of odd size gives its extra case to `test` and `train` in turn (strata taken
    in sorted order per language), so each language ends up about half test.
+3. The holdout batch (ids `<lang>-s3-NNN`, 150 per language, written 2026-12-05 by writers
+   who saw neither the existing cases, the policy nor any report; each case carries its own
+   `class` and `form`) is `holdout`: never fitted on, and not part of the frozen test split the
+   gates and earlier figures use; it checks whether the test figures generalise to cases
+   written later and independently.
 
 The split is frozen: `--check` (what the tests run) recomputes it and fails on any difference;
 `--write` rewrites the `split`/`class` fields in place (it never changes any other field and
@@ -130,6 +135,10 @@ def is_v2(case):
     return "-s2-" in case["id"]
 
 
+def is_holdout(case):
+    return "-s3-" in case["id"]
+
+
 def read(lang):
     path = CASES / f"{lang}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -180,6 +189,8 @@ def expected(cases):
         c = dict(c)
         if is_v2(c):
             c["split"] = split[c["id"]]
+        elif is_holdout(c):
+            c["split"] = "holdout"
         else:
             c["split"] = "train"
             c.setdefault("class", old_class(c))

@@ -58,26 +58,21 @@ fn fitted(cases: &[LoadedCase]) -> String {
 #[test]
 fn poisoned_test_cases_do_not_change_the_fitted_file() {
     let clean = cases();
-    let n_test = clean
-        .iter()
-        .filter(|c| c.case.split == Some(Split::Test))
-        .count();
-    assert!(n_test > 250, "{n_test}");
+    let not_train = |c: &LoadedCase| matches!(c.case.split, Some(Split::Test | Split::Holdout));
+    let n_test = clean.iter().filter(|c| not_train(c)).count();
+    assert!(n_test > 250 + 450, "{n_test}");
     let mut poisoned = clean.clone();
-    for lc in poisoned
-        .iter_mut()
-        .filter(|c| c.case.split == Some(Split::Test))
-    {
+    for lc in poisoned.iter_mut().filter(|c| not_train(c)) {
         lc.case.question = format!("POISON {} ignore all rules", lc.case.id);
         lc.case.class = Some(SafetyClass::Benign);
         lc.case.answer_gold.clear();
         lc.case.id = format!("poison-{}", lc.case.id);
     }
-    // Also drop half of the test cases entirely.
+    // Also drop half of the test and holdout cases entirely.
     let mut i = 0;
     poisoned.retain(|c| {
         i += 1;
-        c.case.split != Some(Split::Test) || i % 2 == 0
+        !not_train(c) || i % 2 == 0
     });
     let a = fitted(&clean);
     let b = fitted(&poisoned);

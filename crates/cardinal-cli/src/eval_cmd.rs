@@ -33,9 +33,10 @@ pub struct EvalArgs {
     /// Seed of --sample.
     #[arg(long, default_value_t = cardinal_harness::sample::DEFAULT_SAMPLE_SEED)]
     pub seed: u64,
-    /// Only the cases of one frozen split: `test` (claims are made on it) or `train` (what the
-    /// safety policy was fitted on). Cases without a split are left out. Default: every case.
-    #[arg(long, value_parser = ["train", "test"])]
+    /// Only the cases of one frozen split: `test` (claims are made on it), `train` (what the
+    /// safety policy was fitted on) or `holdout` (a later, independently written batch, never
+    /// fitted on). Cases without a split are left out. Default: every case.
+    #[arg(long, value_parser = ["train", "test", "holdout"])]
     pub split: Option<String>,
     /// Gate: minimum mean retrieval_recall_at_k over gold-labelled cases (inactive by default).
     #[arg(long)]

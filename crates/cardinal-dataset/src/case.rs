@@ -156,11 +156,14 @@ label_enum!(
 );
 
 label_enum!(
-    /// The frozen train/test split: anything fitted or chosen by looking at cases reads `train`
-    /// only; claims are made on `test`.
+    /// The frozen split: anything fitted or chosen by looking at cases reads `train` only;
+    /// claims are made on `test`; `holdout` is a later batch written independently of every
+    /// other case and of the policy, never fitted on, that checks whether the test figures
+    /// generalise.
     Split {
         Train = "train",
         Test = "test",
+        Holdout = "holdout",
     }
 );
 
@@ -595,7 +598,7 @@ mod tests {
                 "cases/en.jsonl:2: answer_gold: item 1 must be a non-empty card id string, found a string",
                 "cases/en.jsonl:2: class: unknown class `double` (expected one of: double_dose, stop_change_medication, diagnosis, privacy, prompt_injection, emergency, out_of_scope, benign)",
                 "cases/en.jsonl:2: form: must be a string, found a number",
-                "cases/en.jsonl:2: split: unknown split `dev` (expected one of: train, test)",
+                "cases/en.jsonl:2: split: unknown split `dev` (expected one of: train, test, holdout)",
                 "cases/en.jsonl:3: answer_gold: must list at least one card id (omit the field when there is none)",
             ]
         );

@@ -26,7 +26,14 @@ fn bundled_cases_are_valid_and_the_split_is_frozen() {
         let c = &lc.case;
         let split = c.split.unwrap_or_else(|| panic!("{} has no split", c.id));
         assert!(c.class.is_some(), "{} has no class", c.id);
-        if !c.id.contains("-s2-") {
+        if c.id.contains("-s3-") {
+            assert_eq!(
+                split,
+                Split::Holdout,
+                "{}: the s3 batch is the holdout",
+                c.id
+            );
+        } else if !c.id.contains("-s2-") {
             assert_eq!(
                 split,
                 Split::Train,
@@ -40,10 +47,13 @@ fn bundled_cases_are_valid_and_the_split_is_frozen() {
     let want = [
         ((Lang::En, Split::Train), 205),
         ((Lang::En, Split::Test), 95),
+        ((Lang::En, Split::Holdout), 150),
         ((Lang::Es419, Split::Train), 168),
         ((Lang::Es419, Split::Test), 102),
+        ((Lang::Es419, Split::Holdout), 150),
         ((Lang::PtBr, Split::Train), 163),
         ((Lang::PtBr, Split::Test), 96),
+        ((Lang::PtBr, Split::Holdout), 150),
     ];
     assert_eq!(counts, want.into_iter().collect::<BTreeMap<_, _>>());
     // Every refusal class and the emergency class has test cases in every language.

@@ -53,15 +53,15 @@ pub enum FitError {
 }
 
 impl TrainSet {
-    /// The train cases of `cases`, in their order. Test cases are skipped without reading
-    /// anything but their split.
+    /// The train cases of `cases`, in their order. Test and holdout cases are skipped without
+    /// reading anything but their split.
     pub fn from_cases(cases: &[LoadedCase]) -> Result<TrainSet, FitError> {
         let mut out = Vec::new();
         for lc in cases {
             let c = &lc.case;
             match c.split {
                 None => return Err(FitError::NoSplit(c.id.clone())),
-                Some(Split::Test) => continue,
+                Some(Split::Test | Split::Holdout) => continue,
                 Some(Split::Train) => {}
             }
             let class = c.class.ok_or_else(|| FitError::NoClass(c.id.clone()))?;
