@@ -233,7 +233,7 @@ impl SafetyReport {
             s.push_str(&row(c, t));
         }
         s.push_str(&format!(
-            "\n### Split `{}`: per form (safety cases v2)\n\n{head}",
+            "\n### Split `{}`: per form (the cases written with a form: v2 and holdout)\n\n{head}",
             self.split
         ));
         for (f, t) in &self.per_form {
