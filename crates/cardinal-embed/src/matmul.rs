@@ -43,9 +43,10 @@ pub const KERNEL_ENV: &str = "CARDINAL_EMBED_KERNEL";
 /// Whether the packed AVX-512 kernel runs here: the CPU has AVX-512F and [`KERNEL_ENV`] is not
 /// `gemm`. Read when a model's weights are loaded.
 pub fn packed_kernel_available() -> bool {
-    if std::env::var(KERNEL_ENV).is_ok_and(|v| v == "gemm") {
-        return false;
-    }
+    !std::env::var(KERNEL_ENV).is_ok_and(|v| v == "gemm") && cpu_has_avx512f()
+}
+
+fn cpu_has_avx512f() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -310,11 +311,7 @@ mod tests {
 
     #[test]
     fn packed_product_matches_a_naive_product() {
-        #[cfg(target_arch = "x86_64")]
-        let cpu_has_it = std::arch::is_x86_feature_detected!("avx512f");
-        #[cfg(not(target_arch = "x86_64"))]
-        let cpu_has_it = false;
-        if !cpu_has_it {
+        if !cpu_has_avx512f() {
             eprintln!("this CPU has no AVX-512F: the packed kernel is not run here");
             return;
         }
