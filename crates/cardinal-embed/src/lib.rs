@@ -8,6 +8,7 @@
 pub mod bert;
 pub mod cross;
 pub mod error;
+pub mod gemma;
 pub mod matmul;
 pub mod native;
 pub mod query_cache;
@@ -15,6 +16,7 @@ pub mod query_cache;
 pub use bert::{BertEmbedder, EmbedderOptions, Engine, NATIVE_BATCH_TOKENS};
 pub use cross::CrossEncoder;
 pub use error::{EmbedError, Result};
+pub use gemma::GemmaEmbedder;
 pub use query_cache::{QueryCache, QueryCacheStats};
 
 /// Turns text into unit vectors. Queries and passages may be embedded differently (E5 prefixes).

@@ -207,15 +207,7 @@ impl NativeBert {
         let inter = shape.intermediate;
         // Weights are stored transposed, [in, out] row-major: the matrix products then read a
         // plain row-major right-hand side.
-        let t = |w: Vec<f32>, n: usize, k: usize| -> Weight {
-            let mut out = vec![0f32; n * k];
-            for r in 0..n {
-                for c in 0..k {
-                    out[c * n + r] = w[r * k + c];
-                }
-            }
-            Weight::new(out, k, n)
-        };
+        let t = transposed;
         for l in 0..shape.layers {
             let p = format!("encoder.layer.{l}.");
             let w = |n: &str, dims: &[usize]| tensor(&format!("{p}{n}"), dims);
@@ -315,7 +307,9 @@ impl NativeBert {
         let mut up = vec![0f32; total * inter];
         for layer in &self.layers {
             linear(&x, total, h, &layer.qkv_w, &layer.qkv_b, &mut qkv);
-            self.attention(&qkv, &spans, &mut ctx);
+            let heads = self.shape.heads;
+            let scale = 1.0 / ((h / heads) as f32).sqrt();
+            attention(&qkv, &spans, h, heads, scale, &mut ctx);
             linear(&ctx, total, h, &layer.out_w, &layer.out_b, &mut tmp);
             residual_layer_norm(&mut x, &tmp, h, &layer.ln1_g, &layer.ln1_b, eps);
             linear(&x, total, h, &layer.up_w, &layer.up_b, &mut up);
@@ -340,30 +334,47 @@ impl NativeBert {
             })
             .collect())
     }
+}
 
-    /// Self-attention of every text over its own rows, one (text, head) pair per task.
-    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut [f32]) {
-        let h = self.shape.hidden;
-        let heads = self.shape.heads;
-        let d = h / heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        // Each task writes the context of one head of one text: rows of the text, columns of
-        // the head. Results are gathered per task and then scattered, so no two tasks alias.
-        let tasks: Vec<(usize, usize, usize)> = spans
-            .iter()
-            .flat_map(|&(start, len)| (0..heads).map(move |hd| (start, len, hd)))
-            .collect();
-        let outputs: Vec<Vec<f32>> = tasks
-            .par_iter()
-            .map(|&(start, len, hd)| attend_one(qkv, h, d, scale, start, len, hd))
-            .collect();
-        for (&(start, len, hd), out) in tasks.iter().zip(outputs) {
-            for i in 0..len {
-                let dst = (start + i) * h + hd * d;
-                ctx[dst..dst + d].copy_from_slice(&out[i * d..(i + 1) * d]);
-            }
+/// Self-attention of every text over its own rows, one (text, head) pair per task. `qkv` rows
+/// are `[q | k | v]`, each `hq = heads · d` wide (keys and values repeated per head when the
+/// model shares them across heads).
+pub(crate) fn attention(
+    qkv: &[f32],
+    spans: &[(usize, usize)],
+    hq: usize,
+    heads: usize,
+    scale: f32,
+    ctx: &mut [f32],
+) {
+    let d = hq / heads;
+    // Each task writes the context of one head of one text: rows of the text, columns of
+    // the head. Results are gathered per task and then scattered, so no two tasks alias.
+    let tasks: Vec<(usize, usize, usize)> = spans
+        .iter()
+        .flat_map(|&(start, len)| (0..heads).map(move |hd| (start, len, hd)))
+        .collect();
+    let outputs: Vec<Vec<f32>> = tasks
+        .par_iter()
+        .map(|&(start, len, hd)| attend_one(qkv, hq, d, scale, start, len, hd))
+        .collect();
+    for (&(start, len, hd), out) in tasks.iter().zip(outputs) {
+        for i in 0..len {
+            let dst = (start + i) * hq + hd * d;
+            ctx[dst..dst + d].copy_from_slice(&out[i * d..(i + 1) * d]);
         }
     }
+}
+
+/// A PyTorch-layout `[n, k]` weight as the `[k, n]` right-hand side the products read.
+pub(crate) fn transposed(w: Vec<f32>, n: usize, k: usize) -> Weight {
+    let mut out = vec![0f32; n * k];
+    for r in 0..n {
+        for c in 0..k {
+            out[c * n + r] = w[r * k + c];
+        }
+    }
+    Weight::new(out, k, n)
 }
 
 /// Defines `$name` as a call of the `#[inline(always)]` function `$body`, compiled a second
@@ -391,6 +402,7 @@ macro_rules! with_avx2 {
         }
     };
 }
+pub(crate) use with_avx2;
 
 with_avx2! {
     /// One head of one text: softmax(Q Kᵀ · scale) V over the text's rows.
@@ -468,7 +480,7 @@ fn lanes_max(x: &[f32]) -> f32 {
 
 /// Sum with eight independent lanes.
 #[inline(always)]
-fn lanes_sum(x: &[f32]) -> f32 {
+pub(crate) fn lanes_sum(x: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let whole = x.len() / 8 * 8;
     for c in x[..whole].chunks_exact(8) {
@@ -480,7 +492,7 @@ fn lanes_sum(x: &[f32]) -> f32 {
 }
 
 /// `out[rows, n] = x[rows, k] · w + b` (`w` is `[k, n]`, the transpose of PyTorch's `[n, k]`).
-fn linear(x: &[f32], rows: usize, k: usize, w: &Weight, b: &[f32], out: &mut [f32]) {
+pub(crate) fn linear(x: &[f32], rows: usize, k: usize, w: &Weight, b: &[f32], out: &mut [f32]) {
     let n = w.n();
     debug_assert_eq!(x.len(), rows * k);
     let out = &mut out[..rows * n];
@@ -546,7 +558,7 @@ fn layer_norm_rows_body(x: &mut [f32], residual: &[f32], h: usize, g: &[f32], b:
 /// power set in the exponent bits and a degree-7 polynomial for the fraction. Unlike libm's
 /// `expf` it inlines, so the loops that call it vectorise.
 #[inline(always)]
-fn fast_exp(x: f32) -> f32 {
+pub(crate) fn fast_exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
     let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
     // Cody–Waite: ln 2 in two parts, so x - n·ln2 loses no bits; |f| <= ln2 / 2.

