@@ -5,7 +5,12 @@
 //! cargo run --release -p cardinal-agent --example policy_fit -- --write data/policy/policy-v2.json
 //! cargo run --release -p cardinal-agent --example policy_fit -- --alternatives --test
 //! cargo run --release -p cardinal-agent --example policy_fit -- --second-opinion qwen2.5-coder-1.5b --alternatives
+//! cargo run --release -p cardinal-agent --example policy_fit -- --intent embeddinggemma-300m --alternatives --test --holdout
 //! ```
+//!
+//! `--intent MODEL` embeds every case with a second, larger encoder (through an on-disk vector
+//! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M, N, O).
+//! `--holdout` scores the fitted alternatives on the holdout split as well (reported only).
 //!
 //! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
 //! (through the default probe cache, `.cardinal/cache/probes`) and adds the alternatives that
@@ -27,7 +32,7 @@ use cardinal_agent::policy::fit::{
 use cardinal_agent::policy::model::Classifier;
 use cardinal_agent::policy::{decide, FitOptions, Signals};
 use cardinal_dataset::{LoadedCase, Split};
-use cardinal_embed::{BertEmbedder, EmbedderOptions};
+use cardinal_embed::{BertEmbedder, Embedder, EmbedderOptions, GemmaEmbedder, QueryCache};
 use cardinal_kb::{KnowledgeBase, Lang};
 use cardinal_retrieval::store::EmbeddedStore;
 use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
@@ -103,12 +108,51 @@ fn main() {
         let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cardinal/cache/probes");
         cardinal_llm::CachedYesNo::new(m, cache, true).expect("probe cache")
     });
+    let intent_name = args
+        .iter()
+        .position(|a| a == "--intent")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let intent_encoder = intent_name.as_deref().map(|name| {
+        let inst =
+            cardinal_models::ensure(name, &cardinal_models::PullOptions::from_env(&progress))
+                .expect("intent encoder");
+        let enc = GemmaEmbedder::load(&inst.dir, GemmaEmbedder::default_options())
+            .expect("intent encoder loads");
+        let key = cardinal_digest::sha256_hex(enc.id())[..16].to_string();
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cardinal/cache/intent-vectors");
+        QueryCache::open(Arc::new(enc), &dir, &key).expect("intent-vector cache")
+    });
+    if let Some(enc) = &intent_encoder {
+        // Every case's texts in one batch (train, test and holdout: the vectors are cached,
+        // nothing is fitted here).
+        let texts: Vec<String> = cases
+            .iter()
+            .flat_map(|c| {
+                let mut t = vec![c.case.question.clone()];
+                t.extend(cardinal_agent::policy::segments(&c.case.question));
+                t
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let t0 = std::time::Instant::now();
+        let n = enc.prefetch(&refs).expect("intent vectors");
+        eprintln!(
+            "intent encoder: {n} texts embedded in {:.1}s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
     let fz = RetrieverFeaturizer {
         retriever: &retriever,
         second_opinion: so_name
             .as_deref()
             .zip(so_model.as_ref())
             .map(|(n, m)| (n, m as &dyn cardinal_llm::YesNoModel)),
+        intent: intent_name
+            .as_deref()
+            .zip(intent_encoder.as_ref())
+            .map(|(n, e)| (n, e as &dyn Embedder)),
     };
 
     // Fitting input: the train split only.
@@ -215,22 +259,50 @@ fn main() {
     } else {
         eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
     }
+    if fz.intent.is_some() {
+        for (name, cosine, l2) in [
+            ("M E + intent encoder", true, base.l2),
+            ("N C + intent encoder", false, base.l2),
+            ("O M, l2=0.1", true, 0.1),
+        ] {
+            alternatives.push((
+                name,
+                FitOptions {
+                    cosine_feature: cosine,
+                    intent: true,
+                    l2,
+                    ..base.clone()
+                },
+            ));
+        }
+    } else {
+        eprintln!("no --intent MODEL: alternatives M-O are skipped");
+    }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
         alternatives.retain(|(n, _)| n.starts_with(&chosen));
     }
 
-    let test_cases: Vec<&LoadedCase> = if flag("--test") {
-        cases
-            .iter()
-            .filter(|c| c.case.split == Some(Split::Test))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    // Test features are computed only to score already-fitted models.
-    let test_feats: Vec<CaseFeatures> = test_cases
-        .iter()
-        .map(|c| case_features(&fz, &c.case.question, c.case.lang, true).expect("features"))
+    let mut scored: Vec<(&str, Split)> = Vec::new();
+    if flag("--test") {
+        scored.push(("test", Split::Test));
+    }
+    if flag("--holdout") {
+        scored.push(("holdout", Split::Holdout));
+    }
+    // Test and holdout features are computed only to score already-fitted models.
+    let scored: Vec<(&str, Vec<&LoadedCase>, Vec<CaseFeatures>)> = scored
+        .into_iter()
+        .map(|(label, split)| {
+            let cs: Vec<&LoadedCase> = cases
+                .iter()
+                .filter(|c| c.case.split == Some(split))
+                .collect();
+            let fs = cs
+                .iter()
+                .map(|c| case_features(&fz, &c.case.question, c.case.lang, true).expect("features"))
+                .collect();
+            (label, cs, fs)
+        })
         .collect();
 
     if flag("--alternatives") {
@@ -242,6 +314,7 @@ fn main() {
                 &train_feats,
                 &fz.embedder_id(),
                 fz.second_opinion_info(),
+                fz.intent_info(),
                 opt,
             )
             .expect("fit");
@@ -340,9 +413,9 @@ fn main() {
                     g("out_of_scope_answered")
                 );
             }
-            if !test_cases.is_empty() {
+            for (label, split_cases, split_feats) in &scored {
                 let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
-                for (c, f) in test_cases.iter().zip(&test_feats) {
+                for (c, f) in split_cases.iter().zip(split_feats) {
                     let s = Signals::of(&m, f);
                     let d = decide(&s, f.rule_hit, &m.thresholds, &m.options);
                     per.entry(c.case.lang)
@@ -351,7 +424,7 @@ fn main() {
                 }
                 for (lang, c) in &per {
                     println!(
-                        "| {name} | test | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {th} |",
+                        "| {name} | {label} | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {th} |",
                         c.recall(), c.refused, c.refuse_n,
                         c.false_refusal_rate(), c.benign_refused, c.benign_n,
                         c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
@@ -373,6 +446,7 @@ fn main() {
             &train_feats,
             &fz.embedder_id(),
             fz.second_opinion_info(),
+            fz.intent_info(),
             opt,
         )
         .expect("fit");

@@ -149,6 +149,8 @@ pub struct Agent {
     pub policy: Arc<PolicyModel>,
     /// The model answering the policy's second-opinion checks, when the policy reads them.
     pub second_opinion: Option<Arc<dyn cardinal_llm::YesNoModel>>,
+    /// The encoder whose vectors of the message the policy reads, when it reads any.
+    pub intent_encoder: Option<Arc<dyn cardinal_embed::Embedder>>,
 }
 
 impl Agent {
@@ -160,6 +162,7 @@ impl Agent {
             mode: Mode::Hybrid,
             policy: policy::bundled(),
             second_opinion: None,
+            intent_encoder: None,
         }
     }
 
@@ -191,6 +194,41 @@ impl Agent {
         policy::second_opinion::ask(model.as_ref(), question)
             .map(Some)
             .map_err(AgentError::SecondOpinion)
+    }
+
+    /// The same agent with the encoder whose vectors the policy reads.
+    pub fn with_intent_encoder(mut self, encoder: Arc<dyn cardinal_embed::Embedder>) -> Self {
+        self.intent_encoder = Some(encoder);
+        self
+    }
+
+    /// The intent encoder's vectors of `texts` (the message, then its segments), when the
+    /// policy reads them: errors when the policy needs an encoder the agent lacks, or was
+    /// fitted with another one.
+    fn intent(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>> {
+        let Some(info) = self.policy.intent_encoder.as_ref() else {
+            return Ok(None);
+        };
+        let Some(encoder) = self.intent_encoder.as_ref() else {
+            return Err(AgentError::Policy(format!(
+                "the policy reads the intent encoder `{}`, and none is attached",
+                info.model
+            )));
+        };
+        if encoder.id() != info.embedder_id {
+            return Err(AgentError::Policy(format!(
+                "the policy was fitted with intent encoder `{}` but the agent has `{}`",
+                info.embedder_id,
+                encoder.id()
+            )));
+        }
+        let v = encoder.embed_queries(texts)?;
+        if v.len() != texts.len() {
+            return Err(AgentError::Policy(
+                "the intent encoder returned too few vectors".into(),
+            ));
+        }
+        Ok(Some(v))
     }
 
     /// The same agent with another fitted policy.
@@ -230,6 +268,13 @@ impl Agent {
                 "the embedder returned too few vectors".into(),
             ));
         }
+        let (intent, segment_intents) = match self.intent(&texts)? {
+            Some(mut v) => {
+                let first = v.remove(0);
+                (Some(first), v)
+            }
+            None => (None, Vec::new()),
+        };
         let embedding = vectors.remove(0);
         segment_texts.remove(0);
         Ok(policy::CaseFeatures {
@@ -239,6 +284,8 @@ impl Agent {
             segment_embeddings: vectors,
             rule_hit: !policy::rules::injection_markers(question).is_empty(),
             second_opinion: self.second_opinion(question)?,
+            intent,
+            segment_intents,
         })
     }
 

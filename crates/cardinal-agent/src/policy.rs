@@ -1,8 +1,10 @@
 //! The safety policy v2: which requests are refused or escalated before any generation.
 //!
-//! A multilingual classifier over the project's query embedder (multilingual-e5-small): a
-//! softmax regression over eight classes (benign, the five refusal classes, emergency, out of
-//! scope), fitted on the **train split only** by [`fit`] and shipped as
+//! A multilingual classifier over the project's query embedder (multilingual-e5-small) and,
+//! when the fitted file names one, an intent encoder (EmbeddingGemma-300M, whose vector of the
+//! message is appended to the features): a softmax regression over eight classes (benign, the
+//! five refusal classes, emergency, out of scope), fitted on the **train split only** by
+//! [`fit`] and shipped as
 //! `data/policy/policy-v2.json` (which records the sha256 of the train cases it read), plus a
 //! small set of general prompt-injection markers ([`rules`]). No per-case pattern list: the
 //! regular-expression policy v1 was removed (issue 15). The decision, in order:
@@ -30,7 +32,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 pub use fit::{CaseFeatures, Featurizer, FitError, TrainSet};
-pub use model::{FitOptions, PolicyModel, SecondOpinionInfo, Thresholds};
+pub use model::{FitOptions, IntentEncoderInfo, PolicyModel, SecondOpinionInfo, Thresholds};
 
 /// Why the agent did not answer normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -159,6 +161,7 @@ impl Signals {
             .filter(|_| m.options.second_opinion);
         let p = m.probabilities(&model::features(
             &f.embedding,
+            f.intent.as_deref(),
             f.best_cosine,
             so,
             &m.options,
@@ -167,8 +170,11 @@ impl Signals {
             .segment_embeddings
             .iter()
             .zip(&f.segment_texts)
-            .map(|(e, text)| {
-                let ps = m.probabilities(&model::features(e, f.best_cosine, so, &m.options));
+            .enumerate()
+            .map(|(i, (e, text))| {
+                let intent = f.segment_intents.get(i).map(Vec::as_slice);
+                let ps =
+                    m.probabilities(&model::features(e, intent, f.best_cosine, so, &m.options));
                 SegmentSignals {
                     text: text.clone(),
                     unsafe_mass: m.unsafe_mass(&ps),

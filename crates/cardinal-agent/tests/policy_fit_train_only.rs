@@ -184,3 +184,84 @@ fn second_opinion_features_are_fitted_on_train_only_and_named_in_the_file() {
         serde_json::to_string(&again).unwrap()
     );
 }
+
+/// [`Toy`] with an intent encoder: a second bag of character 4-grams (16 dims).
+struct ToyWithIntent;
+
+impl Featurizer for ToyWithIntent {
+    fn embedder_id(&self) -> String {
+        Toy.embedder_id()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Toy.embed(texts)
+    }
+    fn best_cosine(&self, vector: &[f32], lang: Lang) -> Result<Option<f32>, String> {
+        Toy.best_cosine(vector, lang)
+    }
+    fn intent_info(&self) -> Option<cardinal_agent::policy::IntentEncoderInfo> {
+        Some(cardinal_agent::policy::IntentEncoderInfo {
+            model: "toy-intent".into(),
+            embedder_id: "toy-intent:v0".into(),
+        })
+    }
+    fn intent(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, String> {
+        Ok(Some(
+            texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; 16];
+                    let chars: Vec<char> = t.to_lowercase().chars().collect();
+                    for w in chars.windows(4) {
+                        let h = w
+                            .iter()
+                            .fold(3u32, |h, c| h.wrapping_mul(37).wrapping_add(*c as u32));
+                        v[(h % 16) as usize] += 1.0;
+                    }
+                    v
+                })
+                .collect(),
+        ))
+    }
+}
+
+#[test]
+fn intent_features_are_fitted_on_train_only_and_named_in_the_file() {
+    let opt = FitOptions {
+        iterations: 30,
+        cosine_feature: true,
+        intent: true,
+        ..FitOptions::default()
+    };
+    let clean = cases();
+    let train = TrainSet::from_cases(&clean).unwrap();
+    // Without an encoder the options cannot be met.
+    let err = fit(&train, &Toy, &opt).unwrap_err();
+    assert!(
+        matches!(&err, FitError::Features(m) if m.contains("none is named")),
+        "{err}"
+    );
+    let m = fit(&train, &ToyWithIntent, &opt).unwrap();
+    let info = m.intent_encoder.as_ref().expect("the encoder is named");
+    assert_eq!(info.embedder_id, "toy-intent:v0");
+    // Query embedding (64), intent vector (16), best cosine (1).
+    assert!(m.weights.iter().all(|w| w.len() == 64 + 16 + 1));
+    // Poisoning the test and holdout cases changes nothing with these features either.
+    let mut poisoned = clean.clone();
+    for lc in poisoned
+        .iter_mut()
+        .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
+    {
+        lc.case.question = format!("POISON {}", lc.case.id);
+        lc.case.class = Some(SafetyClass::PromptInjection);
+    }
+    let again = fit(
+        &TrainSet::from_cases(&poisoned).unwrap(),
+        &ToyWithIntent,
+        &opt,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&m).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}

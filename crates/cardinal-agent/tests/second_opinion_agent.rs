@@ -101,6 +101,7 @@ fn agent_and_policy() -> (Agent, tempfile::TempDir) {
     let fz = RetrieverFeaturizer {
         retriever: &retriever,
         second_opinion: Some(("scripted", &judge)),
+        intent: None,
     };
     let opt = FitOptions {
         iterations: 20,

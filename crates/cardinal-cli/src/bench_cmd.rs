@@ -263,8 +263,51 @@ pub fn embed(
         "native, one question per call: p50 {p50:.1} ms, p95 {p95:.1} ms ({:.1} s for all)",
         one.iter().sum::<f64>() / 1000.0
     ));
+    // The safety policy's intent encoder, when the bundled policy reads one: weights loaded
+    // once (timed), then the questions with its prompt, medians of `runs`.
+    let mut intent_json = serde_json::Value::Null;
+    if let Some(info) = cardinal_agent::policy::bundled().intent_encoder.clone() {
+        let note = |line: &str| obs.note(line);
+        let inst =
+            cardinal_models::ensure(&info.model, &cardinal_models::PullOptions::from_env(&note))?;
+        let enc = cardinal_embed::GemmaEmbedder::load(
+            &inst.dir,
+            cardinal_embed::GemmaEmbedder::default_options(),
+        )?;
+        let t = Instant::now();
+        let prompt = enc.options().query_prefix.clone();
+        let mut tokens = 0;
+        for q in &questions {
+            tokens += enc.token_ids(&format!("{prompt}{q}"))?.len();
+        }
+        let load = t.elapsed().as_secs_f64();
+        let mut runs_s = Vec::new();
+        for r in 0..runs {
+            obs.note(&format!(
+                "run {}/{runs}: intent encoder {}",
+                r + 1,
+                info.model
+            ));
+            let t = Instant::now();
+            enc.embed_queries(&questions)?;
+            runs_s.push(t.elapsed().as_secs_f64());
+        }
+        let m = median(runs_s.clone());
+        lines.push(format!(
+            "intent encoder {} (the safety policy's): load {load:.2} s; {} questions ({tokens} \
+             tokens) {m:.2} s, {:.0} tokens/s",
+            info.model,
+            questions.len(),
+            tokens as f64 / m
+        ));
+        intent_json = json!({
+            "model": info.model, "load_seconds": load, "tokens": tokens,
+            "median_seconds": m, "tokens_per_second": tokens as f64 / m, "seconds": runs_s,
+        });
+    }
     if json_out {
         let v = json!({
+            "intent_encoder": intent_json,
             "runs": runs, "reference_runs": reference_runs, "rows": rows,
             "ratio_native_over_candle": {"chunks": ratio[0], "questions": ratio[1]},
             "one_query_per_call_ms": {"p50": p50, "p95": p95},

@@ -675,6 +675,21 @@ impl GemmaEmbedder {
         self.loaded.get().is_some()
     }
 
+    /// Token ids of `text` as the encoder sees it (special tokens added, truncated).
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
+        let (_, tok) = self.loaded()?;
+        let enc = tok
+            .encode(text, true)
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let mut v = enc.get_ids().to_vec();
+        v.truncate(self.options.max_tokens.min(self.shape.max_tokens));
+        Ok(v)
+    }
+
+    pub fn options(&self) -> &EmbedderOptions {
+        &self.options
+    }
+
     /// Vectors of `texts` exactly as given (no prompt added), in packed batches.
     pub fn embed_raw(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let (model, tok) = self.loaded()?;

@@ -86,9 +86,10 @@ pub fn shared_local(name: &str, s: &Settings, obs: &dyn Observer) -> Result<Arc<
     Ok(m)
 }
 
-/// The agent for a prepared index and generator, with the bundled safety policy and, when
-/// that policy reads second-opinion checks, the local model it was fitted with (pulled on first
-/// use, shared with a judge or generator of the same model, behind the probe cache).
+/// The agent for a prepared index and generator, with the bundled safety policy and what that
+/// policy reads besides the query embedding: the local model of its second-opinion checks
+/// (shared with a judge or generator of the same model, behind the probe cache) and its intent
+/// encoder (behind an on-disk vector cache), each pulled on first use.
 pub fn agent(
     kb: Arc<cardinal_kb::KnowledgeBase>,
     retriever: Arc<cardinal_retrieval::Retriever>,
@@ -96,7 +97,10 @@ pub fn agent(
     s: &Settings,
     obs: &dyn Observer,
 ) -> Result<cardinal_agent::Agent> {
-    let agent = cardinal_agent::Agent::new(kb, retriever, generator);
+    let mut agent = cardinal_agent::Agent::new(kb, retriever, generator);
+    if let Some(info) = agent.policy.intent_encoder.clone() {
+        agent = agent.with_intent_encoder(intent_encoder(&info.model, s, obs)?);
+    }
     let Some(info) = agent.policy.second_opinion.clone() else {
         return Ok(agent);
     };
@@ -104,6 +108,35 @@ pub fn agent(
     let cached = cardinal_llm::CachedYesNo::new(model, s.cache_dir.join("probes"), !s.no_cache)
         .ctx(|| format!("opening the probe cache {}", s.cache_dir.display()))?;
     Ok(agent.with_second_opinion(Arc::new(cached)))
+}
+
+/// The policy's intent encoder `name` (a registry model, pulled on first use) behind a vector
+/// cache in `<cache>/intent-vectors` (in memory with `--no-cache`); its weights load only when
+/// a text is not cached.
+pub fn intent_encoder(
+    name: &str,
+    s: &Settings,
+    obs: &dyn Observer,
+) -> Result<Arc<dyn cardinal_embed::Embedder>> {
+    let note = |line: &str| obs.note(line);
+    let inst = cardinal_models::ensure(name, &PullOptions::from_env(&note))
+        .ctx(|| format!("the policy's intent encoder `{name}`"))?;
+    let enc = cardinal_embed::GemmaEmbedder::load(
+        &inst.dir,
+        cardinal_embed::GemmaEmbedder::default_options(),
+    )
+    .ctx(|| format!("loading the intent encoder from {}", inst.dir.display()))?;
+    let id = cardinal_embed::Embedder::id(&enc);
+    let inner: Arc<dyn cardinal_embed::Embedder> = Arc::new(enc);
+    let cache = if s.no_cache {
+        cardinal_embed::QueryCache::in_memory(inner)
+    } else {
+        let dir = s.cache_dir.join("intent-vectors");
+        let key = &cardinal_digest::sha256_hex(&id)[..16];
+        cardinal_embed::QueryCache::open(inner, &dir, key)
+            .ctx(|| format!("opening the intent-vector cache in {}", dir.display()))?
+    };
+    Ok(Arc::new(cache))
 }
 
 /// A yes/no probe model for the judge's checks, behind its disk cache; `None` when no judge.

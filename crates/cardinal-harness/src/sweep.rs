@@ -343,6 +343,16 @@ pub fn run_sweep(s: &Settings, o: &SweepOptions, obs: &dyn Observer) -> Result<S
             started.elapsed().as_secs_f64()
         ));
     }
+    if let Some(intent) = &agent.intent_encoder {
+        // The policy's intent encoder, likewise in one batch (its cache keeps the vectors).
+        let started = std::time::Instant::now();
+        intent.embed_queries(&refs)?;
+        obs.note(&format!(
+            "intent encoder: {} texts ready in {:.1}s",
+            refs.len(),
+            started.elapsed().as_secs_f64()
+        ));
+    }
     let ctx = CaseContext {
         agent: &agent,
         kb: &kb,

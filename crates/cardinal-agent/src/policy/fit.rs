@@ -14,8 +14,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{
-    class_index, features, is_unsafe, Classifier, FitOptions, PolicyModel, SecondOpinionInfo,
-    Thresholds, TrainInfo, CLASSES, POLICY_SCHEMA_VERSION,
+    class_index, features, is_unsafe, Classifier, FitOptions, IntentEncoderInfo, PolicyModel,
+    SecondOpinionInfo, Thresholds, TrainInfo, CLASSES, POLICY_SCHEMA_VERSION,
 };
 use super::{decide, segments, Decision, Signals};
 
@@ -120,6 +120,15 @@ pub trait Featurizer {
         let _ = question;
         Ok(None)
     }
+    /// The intent encoder's identity, when one is attached.
+    fn intent_info(&self) -> Option<IntentEncoderInfo> {
+        None
+    }
+    /// The intent encoder's vectors of `texts`; `None` when no encoder is attached.
+    fn intent(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, String> {
+        let _ = texts;
+        Ok(None)
+    }
 }
 
 /// The signals of one message, before any model: what [`decide`] reads besides probabilities.
@@ -132,6 +141,10 @@ pub struct CaseFeatures {
     pub rule_hit: bool,
     /// P(Yes) of each second-opinion check, when the local model was asked.
     pub second_opinion: Option<Vec<f32>>,
+    /// The intent encoder's vector of the message, when the policy reads one.
+    pub intent: Option<Vec<f32>>,
+    /// The intent encoder's vectors of the segments (same order as `segment_texts`).
+    pub segment_intents: Vec<Vec<f32>>,
 }
 
 /// Features of `question` (segments embedded only when `with_segments`).
@@ -159,6 +172,18 @@ pub fn case_features(
     let best_cosine = fz
         .best_cosine(&embedding, lang)
         .map_err(FitError::Features)?;
+    let (intent, segment_intents) = match fz.intent(&texts).map_err(FitError::Features)? {
+        Some(mut iv) if iv.len() == n_texts => {
+            let first = iv.remove(0);
+            (Some(first), iv)
+        }
+        Some(_) => {
+            return Err(FitError::Features(
+                "intent encoder returned too few vectors".into(),
+            ))
+        }
+        None => (None, Vec::new()),
+    };
     Ok(CaseFeatures {
         embedding,
         best_cosine,
@@ -166,6 +191,8 @@ pub fn case_features(
         segment_embeddings: v,
         rule_hit: !super::rules::injection_markers(question).is_empty(),
         second_opinion: fz.second_opinion(question).map_err(FitError::Features)?,
+        intent,
+        segment_intents,
     })
 }
 
@@ -231,6 +258,7 @@ fn fit_weights(
         .map(|f| {
             features(
                 &f.embedding,
+                f.intent.as_deref(),
                 f.best_cosine,
                 f.second_opinion.as_deref(),
                 opt,
@@ -313,6 +341,7 @@ fn fit_weights(
 fn model_from(
     embedder: String,
     second_opinion: Option<SecondOpinionInfo>,
+    intent_encoder: Option<IntentEncoderInfo>,
     opt: &FitOptions,
     parts: (Vec<f32>, Vec<f32>, Vec<Vec<f32>>, Vec<f32>),
     thresholds: Thresholds,
@@ -323,6 +352,7 @@ fn model_from(
         schema_version: POLICY_SCHEMA_VERSION,
         embedder,
         second_opinion,
+        intent_encoder,
         classes: CLASSES.to_vec(),
         options: opt.clone(),
         thresholds,
@@ -369,6 +399,7 @@ pub fn out_of_fold(
         };
         let m = model_from(
             embedder.to_string(),
+            None,
             None,
             opt,
             fit_weights(&rows, &labels, opt),
@@ -552,20 +583,37 @@ pub fn fit(
         &feats,
         &fz.embedder_id(),
         fz.second_opinion_info(),
+        fz.intent_info(),
         opt,
     )
 }
 
 /// [`fit`] with the features already computed (one per train case, same order).
 /// `second_opinion` names the model that answered the checks; it is required when
-/// `opt.second_opinion` is on, and then every case must carry its answers.
+/// `opt.second_opinion` is on, and then every case must carry its answers; likewise `intent`
+/// names the intent encoder when `opt.intent` is on, and every case must carry its vector.
 pub fn fit_with_features(
     train: &TrainSet,
     feats: &[CaseFeatures],
     embedder: &str,
     second_opinion: Option<SecondOpinionInfo>,
+    intent: Option<IntentEncoderInfo>,
     opt: &FitOptions,
 ) -> Result<PolicyModel, FitError> {
+    if opt.intent {
+        if intent.is_none() {
+            return Err(FitError::Features(
+                "the options use the intent encoder but none is named".into(),
+            ));
+        }
+        if let Some(i) = feats.iter().position(|f| f.intent.is_none()) {
+            return Err(FitError::Features(format!(
+                "train case {} has no intent vector",
+                train.cases.get(i).map(|c| c.id.as_str()).unwrap_or("?")
+            )));
+        }
+    }
+    let intent = intent.filter(|_| opt.intent);
     if opt.second_opinion {
         if second_opinion.is_none() {
             return Err(FitError::Features(
@@ -615,6 +663,7 @@ pub fn fit_with_features(
     Ok(model_from(
         embedder.to_string(),
         second_opinion,
+        intent,
         opt,
         fit_weights(&rows, &labels, opt),
         thresholds,
@@ -628,6 +677,8 @@ pub struct RetrieverFeaturizer<'a> {
     pub retriever: &'a cardinal_retrieval::Retriever,
     /// The second-opinion model: its registry name and the model.
     pub second_opinion: Option<(&'a str, &'a dyn cardinal_llm::YesNoModel)>,
+    /// The intent encoder: its registry name and the encoder.
+    pub intent: Option<(&'a str, &'a dyn cardinal_embed::Embedder)>,
 }
 
 impl<'a> RetrieverFeaturizer<'a> {
@@ -635,6 +686,7 @@ impl<'a> RetrieverFeaturizer<'a> {
         RetrieverFeaturizer {
             retriever,
             second_opinion: None,
+            intent: None,
         }
     }
 }
@@ -671,6 +723,20 @@ impl Featurizer for RetrieverFeaturizer<'_> {
     fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
         self.second_opinion
             .map(|(_, m)| super::second_opinion::ask(m, question))
+            .transpose()
+            .map_err(|e| e.to_string())
+    }
+
+    fn intent_info(&self) -> Option<IntentEncoderInfo> {
+        self.intent.map(|(name, e)| IntentEncoderInfo {
+            model: name.to_string(),
+            embedder_id: e.id(),
+        })
+    }
+
+    fn intent(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, String> {
+        self.intent
+            .map(|(_, e)| e.embed_queries(texts))
             .transpose()
             .map_err(|e| e.to_string())
     }

@@ -84,6 +84,10 @@ pub struct FitOptions {
     /// embedding dimension; more = less shrunk by the L2 penalty).
     #[serde(default = "one")]
     pub second_opinion_weight: f32,
+    /// Append the intent encoder's vector of the message (a second, larger multilingual
+    /// encoder, [`IntentEncoderInfo`]) to the query embedding.
+    #[serde(default)]
+    pub intent: bool,
 }
 
 fn one() -> f32 {
@@ -105,6 +109,7 @@ impl Default for FitOptions {
             miss_cost: 3.0,
             second_opinion: false,
             second_opinion_weight: 1.0,
+            intent: false,
         }
     }
 }
@@ -132,6 +137,15 @@ pub struct SecondOpinionInfo {
     pub version: String,
 }
 
+/// The encoder whose vectors of the message the policy reads besides the query embedding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntentEncoderInfo {
+    /// Registry name of the encoder (what `cardinal models pull` installs).
+    pub model: String,
+    /// Its identity as an embedder (name, prompt, length); the agent refuses another.
+    pub embedder_id: String,
+}
+
 /// The fitted policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicyModel {
@@ -142,6 +156,9 @@ pub struct PolicyModel {
     /// The second-opinion model, when [`FitOptions::second_opinion`] is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_opinion: Option<SecondOpinionInfo>,
+    /// The intent encoder, when [`FitOptions::intent`] is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent_encoder: Option<IntentEncoderInfo>,
     pub classes: Vec<SafetyClass>,
     pub options: FitOptions,
     pub thresholds: Thresholds,
@@ -162,15 +179,20 @@ pub fn softmax(logits: &[f32]) -> Vec<f32> {
     e.into_iter().map(|x| x / s).collect()
 }
 
-/// The feature vector: the embedding, then the best cosine when the model uses it, then the
-/// log-odds of the second-opinion checks when it uses them (0 = undecided when absent).
+/// The feature vector: the embedding, then the intent encoder's vector when the model uses
+/// it, then the best cosine when the model uses it, then the log-odds of the second-opinion
+/// checks when it uses them (0 = undecided when absent).
 pub fn features(
     embedding: &[f32],
+    intent: Option<&[f32]>,
     best_cosine: Option<f32>,
     second_opinion: Option<&[f32]>,
     opt: &FitOptions,
 ) -> Vec<f32> {
     let mut x = embedding.to_vec();
+    if opt.intent {
+        x.extend_from_slice(intent.unwrap_or_default());
+    }
     if opt.cosine_feature {
         x.push(best_cosine.unwrap_or(0.0));
     }
