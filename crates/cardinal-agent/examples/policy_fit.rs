@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `--intent MODEL` embeds every case with a second, larger encoder (through an on-disk vector
-//! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M, N, O).
+//! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M, N, O, P).
 //! `--holdout` scores the fitted alternatives on the holdout split as well (reported only).
 //!
 //! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
@@ -260,10 +260,11 @@ fn main() {
         eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
     }
     if fz.intent.is_some() {
-        for (name, cosine, l2) in [
-            ("M E + intent encoder", true, base.l2),
-            ("N C + intent encoder", false, base.l2),
-            ("O M, l2=0.1", true, 0.1),
+        for (name, cosine, l2, segments) in [
+            ("M E + intent encoder", true, base.l2, false),
+            ("N C + intent encoder", false, base.l2, false),
+            ("O M, l2=0.1", true, 0.1, false),
+            ("P M + sentences", true, base.l2, true),
         ] {
             alternatives.push((
                 name,
@@ -271,12 +272,13 @@ fn main() {
                     cosine_feature: cosine,
                     intent: true,
                     l2,
+                    segments,
                     ..base.clone()
                 },
             ));
         }
     } else {
-        eprintln!("no --intent MODEL: alternatives M-O are skipped");
+        eprintln!("no --intent MODEL: alternatives M-P are skipped");
     }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
         alternatives.retain(|(n, _)| n.starts_with(&chosen));

@@ -20,7 +20,16 @@ pub struct GuardReport {
     pub passed: bool,
     /// One line per problem: what is not in which card.
     pub problems: Vec<String>,
+    /// What replaced a generated answer that failed: [`CARD_TEXT_FALLBACK`] when the agent
+    /// answered with the top card's own sentences instead (`None` when nothing was replaced,
+    /// or when the answer was replaced by the refusal fallback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<&'static str>,
 }
+
+/// [`GuardReport::fallback`] of a generated answer replaced by the extractive answer (the
+/// top card's own sentences, cited; they pass the guard by construction and are checked again).
+pub const CARD_TEXT_FALLBACK: &str = "card_text";
 
 fn re(p: &str) -> Regex {
     match Regex::new(p) {
@@ -324,6 +333,7 @@ pub fn check_answer(kb: &KnowledgeBase, lang: Lang, answer: &str) -> GuardReport
         return GuardReport {
             passed: false,
             problems: vec!["the answer cites no card".into()],
+            fallback: None,
         };
     }
     // A sentence ends after its citations: split after "[id]" followed by a new sentence.
@@ -413,6 +423,7 @@ pub fn check_answer(kb: &KnowledgeBase, lang: Lang, answer: &str) -> GuardReport
     GuardReport {
         passed: problems.is_empty(),
         problems,
+        fallback: None,
     }
 }
 

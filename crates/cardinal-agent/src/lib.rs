@@ -512,9 +512,23 @@ impl Agent {
             }
         }
         if p.failed.is_none() {
-            let report = guard::check_answer(&self.kb, lang, &p.answer);
+            let mut report = guard::check_answer(&self.kb, lang, &p.answer);
             if !report.passed {
                 p.failed = Some(RefusalReason::AnswerGuard);
+                // A generated answer that fails is replaced by the top card's own sentences
+                // (the extractive answer, checked by the guard too); only when there are none
+                // does the turn fall back to the refusal text. The report keeps the generated
+                // answer's problems either way.
+                if matches!(self.generator, Generator::Llm { .. }) {
+                    if let Some((answer, top)) = self.extractive(question, lang, retrieval) {
+                        if guard::check_answer(&self.kb, lang, &answer).passed {
+                            p.answer = answer;
+                            p.citations = vec![top];
+                            p.failed = None;
+                            report.fallback = Some(guard::CARD_TEXT_FALLBACK);
+                        }
+                    }
+                }
             }
             p.guard = Some(report);
         }

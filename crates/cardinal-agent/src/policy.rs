@@ -55,7 +55,9 @@ pub enum RefusalReason {
     /// The model said the cards do not answer the question.
     NoAnswerInCards,
     /// The generated answer failed the answer guard (a number, dose, time, phone number or
-    /// medicine name not in the cited card) and was replaced by the safe fallback.
+    /// medicine name not in the cited card) and the top card's own sentences could not replace
+    /// it, so the refusal fallback was given. (When they can, the turn is answered with them and
+    /// `guard.fallback` says so.)
     AnswerGuard,
 }
 
