@@ -603,6 +603,8 @@ fn gated_gelu_body(gate_up: &[f32], out: &mut [f32]) {
 pub struct GemmaEmbedder {
     dir: PathBuf,
     shape: GemmaShape,
+    /// Width of the output vectors: the last projection's rows (read from its header).
+    dim: usize,
     options: EmbedderOptions,
     name: String,
     loaded: OnceLock<std::result::Result<(NativeGemma, Tokenizer), String>>,
@@ -641,6 +643,16 @@ impl GemmaEmbedder {
         }
         let (cfg, _) = crate::bert::read_config(&dir.join("config.json"))?;
         let shape = GemmaShape::from_config(&dir.join("config.json"), &cfg)?;
+        // The output width, from the last projection's header (the file is mapped, not read).
+        let last = dir.join(FILES[3]);
+        let m = map(&last)?;
+        let (_, meta) = SafeTensors::read_metadata(&m)
+            .map_err(|e| read_error(&last, format!("safetensors: {e}")))?;
+        let dim = meta
+            .tensors()
+            .get("linear.weight")
+            .and_then(|t| t.shape.first().copied())
+            .ok_or_else(|| read_error(&last, "no 2-D tensor linear.weight".into()))?;
         let name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -648,6 +660,7 @@ impl GemmaEmbedder {
             .to_string();
         Ok(GemmaEmbedder {
             dir: dir.to_path_buf(),
+            dim,
             shape,
             options,
             name,
@@ -741,8 +754,7 @@ impl Embedder for GemmaEmbedder {
     }
 
     fn dim(&self) -> usize {
-        // The last projection's width; 768 for EmbeddingGemma-300M. Known without loading.
-        self.shape.hidden
+        self.dim
     }
 
     fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {

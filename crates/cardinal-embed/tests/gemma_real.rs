@@ -13,10 +13,23 @@ fn gemma(options: EmbedderOptions) -> GemmaEmbedder {
     GemmaEmbedder::load(&inst.dir, options).expect("embeddinggemma-300m loads")
 }
 
+/// One shared encoder with the default options (the weights load once per test binary).
+fn shared() -> &'static GemmaEmbedder {
+    static G: std::sync::OnceLock<GemmaEmbedder> = std::sync::OnceLock::new();
+    G.get_or_init(|| gemma(GemmaEmbedder::default_options()))
+}
+
 fn raw(texts: &[&str]) -> Vec<Vec<f32>> {
-    let g = gemma(GemmaEmbedder::default_options());
     let t: Vec<String> = texts.iter().map(|s| s.to_string()).collect();
-    g.embed_raw(&t).unwrap()
+    shared().embed_raw(&t).unwrap()
+}
+
+/// The output width is known from the files' headers, before any weight is loaded.
+#[test]
+fn the_width_is_known_without_loading() {
+    let g = gemma(GemmaEmbedder::default_options());
+    assert_eq!(g.dim(), 768);
+    assert!(!g.is_loaded());
 }
 
 /// Vectors match the independent numpy forward pass of `tools/gemma_reference.py`, batched
