@@ -6,7 +6,6 @@ use std::sync::OnceLock;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
-use rayon::prelude::*;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::error::{EmbedError, Result};
@@ -52,6 +51,17 @@ impl Engine {
 /// Tokens per packed forward pass of the native engine: large enough that each matrix product
 /// keeps both cores busy, small enough that activations stay in a few MB.
 pub const NATIVE_BATCH_TOKENS: usize = 2048;
+
+impl EmbedderOptions {
+    /// The identity of an embedder named `name` run with these options (model, prefixes,
+    /// length): what stores, fitted policies and query caches are keyed by.
+    pub fn id_of(&self, name: &str) -> String {
+        format!(
+            "{name}|q={:?}|p={:?}|max={}",
+            self.query_prefix, self.passage_prefix, self.max_tokens
+        )
+    }
+}
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
@@ -331,41 +341,8 @@ impl BertEmbedder {
         texts: &[String],
     ) -> Result<Vec<Vec<f32>>> {
         let max = self.options.max_tokens.min(model.shape().max_positions);
-        // Tokenised on every thread (the tokenizer is read-only).
-        let ids: Vec<Vec<u32>> = texts
-            .par_iter()
-            .map(|t| {
-                let enc = unpadded
-                    .encode(t.as_str(), true)
-                    .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-                let mut v = enc.get_ids().to_vec();
-                v.truncate(max);
-                Ok(v)
-            })
-            .collect::<Result<_>>()?;
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        let mut batch: Vec<usize> = Vec::new();
-        let mut tokens = 0;
-        let flush = |batch: &mut Vec<usize>, out: &mut Vec<Vec<f32>>| -> Result<()> {
-            let seqs: Vec<&[u32]> = batch.iter().map(|&i| ids[i].as_slice()).collect();
-            for (&i, v) in batch.iter().zip(model.embed_packed(&seqs)?) {
-                out[i] = v;
-            }
-            batch.clear();
-            Ok(())
-        };
-        for (i, seq) in ids.iter().enumerate() {
-            if !batch.is_empty() && tokens + seq.len() > NATIVE_BATCH_TOKENS {
-                flush(&mut batch, &mut out)?;
-                tokens = 0;
-            }
-            tokens += seq.len();
-            batch.push(i);
-        }
-        if !batch.is_empty() {
-            flush(&mut batch, &mut out)?;
-        }
-        Ok(out)
+        let ids = crate::native::token_ids_of(unpadded, texts, max)?;
+        crate::native::in_packed_batches(&ids, |seqs| model.embed_packed(seqs))
     }
 
     fn forward_batch(
@@ -407,13 +384,7 @@ impl Embedder for BertEmbedder {
     /// The engine is not part of the id: both engines give the same vectors (cosine ≥ 0.9999,
     /// tested), so stores, fitted policies and query caches stay valid across them.
     fn id(&self) -> String {
-        format!(
-            "{}|q={:?}|p={:?}|max={}",
-            self.name,
-            self.options.query_prefix,
-            self.options.passage_prefix,
-            self.options.max_tokens
-        )
+        self.options.id_of(&self.name)
     }
 
     fn dim(&self) -> usize {

@@ -17,7 +17,6 @@
 //! ([`CLASSIFICATION_PROMPT`], [`QUERY_PROMPT`], [`DOCUMENT_PROMPT`]); the embedder's options
 //! say which one its queries and passages get.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -28,8 +27,11 @@ use tokenizers::Tokenizer;
 
 use crate::error::{EmbedError, Result};
 use crate::matmul::Weight;
-use crate::native::{attention, fast_exp, lanes_sum, linear, transposed, with_avx2};
-use crate::{Embedder, EmbedderOptions, NATIVE_BATCH_TOKENS};
+use crate::native::{
+    attention, f32_tensor, fast_exp, in_packed_batches, lanes_sum, linear, map_weights,
+    token_ids_of, transposed, weights_error, with_avx2,
+};
+use crate::{Embedder, EmbedderOptions};
 
 /// The prompt of classification inputs (the model card's `Classification` prompt).
 pub const CLASSIFICATION_PROMPT: &str = "task: classification | query: ";
@@ -241,40 +243,6 @@ pub struct NativeGemma {
     zeros: Vec<f32>,
 }
 
-fn read_error(path: &Path, message: String) -> EmbedError {
-    EmbedError::Read {
-        path: path.to_path_buf(),
-        message,
-    }
-}
-
-fn map(path: &Path) -> Result<Mmap> {
-    let file = File::open(path).map_err(|e| read_error(path, e.to_string()))?;
-    // SAFETY: read-only map of a file written once, atomically, by `cardinal models pull`.
-    unsafe { Mmap::map(&file) }.map_err(|e| read_error(path, e.to_string()))
-}
-
-/// One f32 tensor of `st` with the expected shape.
-fn tensor(st: &SafeTensors<'_>, path: &Path, name: &str, dims: &[usize]) -> Result<Vec<f32>> {
-    let t = st
-        .tensor(name)
-        .map_err(|e| read_error(path, format!("tensor {name}: {e}")))?;
-    if t.dtype() != Dtype::F32 || t.shape() != dims {
-        return Err(read_error(
-            path,
-            format!(
-                "tensor {name}: {:?} {:?}, expected F32 {dims:?}",
-                t.dtype(),
-                t.shape()
-            ),
-        ));
-    }
-    Ok(t.data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
-}
-
 fn gain(w: Vec<f32>) -> Vec<f32> {
     w.into_iter().map(|v| 1.0 + v).collect()
 }
@@ -282,17 +250,17 @@ fn gain(w: Vec<f32>) -> Vec<f32> {
 impl NativeGemma {
     /// Load the transformer (`weights`) and the two dense projections.
     pub fn load(weights: &Path, dense: [&Path; 2], shape: GemmaShape) -> Result<NativeGemma> {
-        let mmap = map(weights)?;
+        let mmap = map_weights(weights)?;
         let st = SafeTensors::deserialize(&mmap)
-            .map_err(|e| read_error(weights, format!("safetensors: {e}")))?;
+            .map_err(|e| weights_error(weights, format!("safetensors: {e}")))?;
         let h = shape.hidden;
         let hd = shape.head_dim;
         let inter = shape.intermediate;
         let embed = st
             .tensor("embed_tokens.weight")
-            .map_err(|e| read_error(weights, format!("tensor embed_tokens.weight: {e}")))?;
+            .map_err(|e| weights_error(weights, format!("tensor embed_tokens.weight: {e}")))?;
         if embed.dtype() != Dtype::F32 || embed.shape().len() != 2 || embed.shape()[1] != h {
-            return Err(read_error(
+            return Err(weights_error(
                 weights,
                 format!(
                     "tensor embed_tokens.weight: {:?} {:?}",
@@ -306,7 +274,7 @@ impl NativeGemma {
         let mut layers = Vec::with_capacity(shape.layers);
         for l in 0..shape.layers {
             let p = format!("layers.{l}.");
-            let w = |n: &str, dims: &[usize]| tensor(&st, weights, &format!("{p}{n}"), dims);
+            let w = |n: &str, dims: &[usize]| f32_tensor(&st, weights, &format!("{p}{n}"), dims);
             let mut qkv = w("self_attn.q_proj.weight", &[shape.hq(), h])?;
             qkv.extend(w("self_attn.k_proj.weight", &[shape.kv_heads * hd, h])?);
             qkv.extend(w("self_attn.v_proj.weight", &[shape.kv_heads * hd, h])?);
@@ -330,25 +298,25 @@ impl NativeGemma {
                 full: shape.full_attention[l],
             });
         }
-        let final_norm = gain(tensor(&st, weights, "norm.weight", &[h])?);
+        let final_norm = gain(f32_tensor(&st, weights, "norm.weight", &[h])?);
         drop(st);
         let mut projections = Vec::with_capacity(2);
         let mut width = h;
         for path in dense {
-            let m = map(path)?;
+            let m = map_weights(path)?;
             let st = SafeTensors::deserialize(&m)
-                .map_err(|e| read_error(path, format!("safetensors: {e}")))?;
+                .map_err(|e| weights_error(path, format!("safetensors: {e}")))?;
             let t = st
                 .tensor("linear.weight")
-                .map_err(|e| read_error(path, format!("tensor linear.weight: {e}")))?;
+                .map_err(|e| weights_error(path, format!("tensor linear.weight: {e}")))?;
             let dims = t.shape().to_vec();
             if dims.len() != 2 || dims[1] != width {
-                return Err(read_error(
+                return Err(weights_error(
                     path,
                     format!("tensor linear.weight: {dims:?}, expected [_, {width}]"),
                 ));
             }
-            let w = tensor(&st, path, "linear.weight", &dims)?;
+            let w = f32_tensor(&st, path, "linear.weight", &dims)?;
             projections.push(transposed(w, dims[0], width));
             width = dims[0];
         }
@@ -525,18 +493,22 @@ impl NativeGemma {
         let k_base = hq;
         let v_base = hq + s.kv_heads * hd;
         for kv in 0..s.kv_heads {
-            let mut k = vec![0f32; hd];
+            // The key is normalised and rotated once, in the slot of the group's first head,
+            // then copied to the others.
+            let first = kv * group;
+            let k = &mut out[hq + first * hd..hq + (first + 1) * hd];
             rms_one(
                 &src[k_base + kv * hd..k_base + (kv + 1) * hd],
-                &mut k,
+                k,
                 &layer.k_norm,
                 s.rms_eps,
             );
-            rope.apply(&mut k, p);
+            rope.apply(k, p);
             let v = &src[v_base + kv * hd..v_base + (kv + 1) * hd];
-            for g in 0..group {
-                let head = kv * group + g;
-                out[hq + head * hd..hq + (head + 1) * hd].copy_from_slice(&k);
+            for head in first..first + group {
+                if head != first {
+                    out.copy_within(hq + first * hd..hq + (first + 1) * hd, hq + head * hd);
+                }
                 out[2 * hq + head * hd..2 * hq + (head + 1) * hd].copy_from_slice(v);
             }
         }
@@ -570,13 +542,16 @@ fn rms_rows(x: &[f32], out: &mut [f32], h: usize, g: &[f32], eps: f32) {
 fn add_normed_rows(x: &mut [f32], y: &[f32], h: usize, g: &[f32], eps: f32) {
     x.par_chunks_mut(h)
         .zip(y.par_chunks(h))
-        .for_each(|(xr, yr)| {
-            let mut n = vec![0f32; h];
-            rms_one(yr, &mut n, g, eps);
-            for (a, b) in xr.iter_mut().zip(&n) {
-                *a += b;
-            }
-        });
+        // One scratch row per worker, not one per row.
+        .for_each_init(
+            || vec![0f32; h],
+            |n, (xr, yr)| {
+                rms_one(yr, n, g, eps);
+                for (a, b) in xr.iter_mut().zip(n.iter()) {
+                    *a += b;
+                }
+            },
+        );
 }
 
 with_avx2! {
@@ -645,14 +620,14 @@ impl GemmaEmbedder {
         let shape = GemmaShape::from_config(&dir.join("config.json"), &cfg)?;
         // The output width, from the last projection's header (the file is mapped, not read).
         let last = dir.join(FILES[3]);
-        let m = map(&last)?;
+        let m = map_weights(&last)?;
         let (_, meta) = SafeTensors::read_metadata(&m)
-            .map_err(|e| read_error(&last, format!("safetensors: {e}")))?;
+            .map_err(|e| weights_error(&last, format!("safetensors: {e}")))?;
         let dim = meta
             .tensors()
             .get("linear.weight")
             .and_then(|t| t.shape.first().copied())
-            .ok_or_else(|| read_error(&last, "no 2-D tensor linear.weight".into()))?;
+            .ok_or_else(|| weights_error(&last, "no 2-D tensor linear.weight".into()))?;
         let name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -691,12 +666,13 @@ impl GemmaEmbedder {
     /// Token ids of `text` as the encoder sees it (special tokens added, truncated).
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
         let (_, tok) = self.loaded()?;
-        let enc = tok
-            .encode(text, true)
-            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        let mut v = enc.get_ids().to_vec();
-        v.truncate(self.options.max_tokens.min(self.shape.max_tokens));
-        Ok(v)
+        let mut ids = token_ids_of(tok, &[text.to_string()], self.max_tokens())?;
+        Ok(ids.pop().unwrap_or_default())
+    }
+
+    /// Longest input in tokens: the options' limit within the sliding window.
+    fn max_tokens(&self) -> usize {
+        self.options.max_tokens.min(self.shape.max_tokens)
     }
 
     pub fn options(&self) -> &EmbedderOptions {
@@ -706,34 +682,8 @@ impl GemmaEmbedder {
     /// Vectors of `texts` exactly as given (no prompt added), in packed batches.
     pub fn embed_raw(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let (model, tok) = self.loaded()?;
-        let max = self.options.max_tokens.min(self.shape.max_tokens);
-        let ids: Vec<Vec<u32>> = texts
-            .par_iter()
-            .map(|t| {
-                let enc = tok
-                    .encode(t.as_str(), true)
-                    .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-                let mut v = enc.get_ids().to_vec();
-                v.truncate(max);
-                Ok(v)
-            })
-            .collect::<Result<_>>()?;
-        let mut out = Vec::with_capacity(texts.len());
-        let mut start = 0;
-        while start < ids.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < ids.len()
-                && (end == start || tokens + ids[end].len() <= NATIVE_BATCH_TOKENS)
-            {
-                tokens += ids[end].len();
-                end += 1;
-            }
-            let seqs: Vec<&[u32]> = ids[start..end].iter().map(Vec::as_slice).collect();
-            out.extend(model.embed_packed(&seqs)?);
-            start = end;
-        }
-        Ok(out)
+        let ids = token_ids_of(tok, texts, self.max_tokens())?;
+        in_packed_batches(&ids, |seqs| model.embed_packed(seqs))
     }
 
     fn prefixed(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
@@ -744,13 +694,7 @@ impl GemmaEmbedder {
 
 impl Embedder for GemmaEmbedder {
     fn id(&self) -> String {
-        format!(
-            "{}|q={:?}|p={:?}|max={}",
-            self.name,
-            self.options.query_prefix,
-            self.options.passage_prefix,
-            self.options.max_tokens
-        )
+        self.options.id_of(&self.name)
     }
 
     fn dim(&self) -> usize {

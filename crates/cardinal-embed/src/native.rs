@@ -140,20 +140,94 @@ pub fn matmul_gflops(rows: usize, k: usize, n: usize, reps: usize) -> f64 {
     2.0 * (rows * k * n) as f64 / secs[secs.len() / 2] / 1e9
 }
 
-fn weights_error(path: &Path, message: String) -> EmbedError {
+pub(crate) fn weights_error(path: &Path, message: String) -> EmbedError {
     EmbedError::Read {
         path: path.to_path_buf(),
         message,
     }
 }
 
+/// Memory-map a weights file.
+pub(crate) fn map_weights(path: &Path) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| weights_error(path, e.to_string()))?;
+    // SAFETY: read-only map of a file written once, atomically, by `cardinal models pull`.
+    unsafe { Mmap::map(&file) }.map_err(|e| weights_error(path, e.to_string()))
+}
+
+/// One f32 tensor of `st` (read from `path`) with the expected shape, copied out.
+pub(crate) fn f32_tensor(
+    st: &SafeTensors<'_>,
+    path: &Path,
+    name: &str,
+    dims: &[usize],
+) -> Result<Vec<f32>> {
+    let t = st
+        .tensor(name)
+        .map_err(|e| weights_error(path, format!("tensor {name}: {e}")))?;
+    if t.dtype() != Dtype::F32 || t.shape() != dims {
+        return Err(weights_error(
+            path,
+            format!(
+                "tensor {name}: {:?} {:?}, expected F32 {dims:?}",
+                t.dtype(),
+                t.shape()
+            ),
+        ));
+    }
+    Ok(t.data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+/// Token ids of every text (special tokens added, truncated to `max`), tokenised on every
+/// thread (the tokenizer is read-only).
+pub(crate) fn token_ids_of(
+    tokenizer: &tokenizers::Tokenizer,
+    texts: &[String],
+    max: usize,
+) -> Result<Vec<Vec<u32>>> {
+    texts
+        .par_iter()
+        .map(|t| {
+            let enc = tokenizer
+                .encode(t.as_str(), true)
+                .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+            let mut v = enc.get_ids().to_vec();
+            v.truncate(max);
+            Ok(v)
+        })
+        .collect()
+}
+
+/// Run `embed` over consecutive packed batches of at most [`crate::NATIVE_BATCH_TOKENS`]
+/// tokens (a longer sequence is a batch of its own); vectors come back in input order.
+pub(crate) fn in_packed_batches(
+    ids: &[Vec<u32>],
+    embed: impl Fn(&[&[u32]]) -> Result<Vec<Vec<f32>>>,
+) -> Result<Vec<Vec<f32>>> {
+    let mut out = Vec::with_capacity(ids.len());
+    let mut batch: Vec<&[u32]> = Vec::new();
+    let mut tokens = 0;
+    for seq in ids {
+        if !batch.is_empty() && tokens + seq.len() > crate::NATIVE_BATCH_TOKENS {
+            out.extend(embed(&batch)?);
+            batch.clear();
+            tokens = 0;
+        }
+        tokens += seq.len();
+        batch.push(seq);
+    }
+    if !batch.is_empty() {
+        out.extend(embed(&batch)?);
+    }
+    Ok(out)
+}
+
 impl NativeBert {
     /// Load from a safetensors file (f32 tensors, with or without a `bert.` prefix).
     pub fn load(weights: &Path, shape: BertShape) -> Result<NativeBert> {
-        let file = File::open(weights).map_err(|e| weights_error(weights, e.to_string()))?;
-        // SAFETY: read-only map of a file written once, atomically, by `cardinal models pull`.
-        let mmap =
-            unsafe { Mmap::map(&file) }.map_err(|e| weights_error(weights, e.to_string()))?;
+        let mmap = map_weights(weights)?;
         let st = SafeTensors::deserialize(&mmap)
             .map_err(|e| weights_error(weights, format!("safetensors: {e}")))?;
         let prefix = if st.names().iter().any(|n| n.starts_with("bert.")) {
@@ -163,24 +237,7 @@ impl NativeBert {
         };
         let h = shape.hidden;
         let tensor = |name: &str, dims: &[usize]| -> Result<Vec<f32>> {
-            let full = format!("{prefix}{name}");
-            let t = st
-                .tensor(&full)
-                .map_err(|e| weights_error(weights, format!("tensor {full}: {e}")))?;
-            if t.dtype() != Dtype::F32 || t.shape() != dims {
-                return Err(weights_error(
-                    weights,
-                    format!(
-                        "tensor {full}: {:?} {:?}, expected F32 {dims:?}",
-                        t.dtype(),
-                        t.shape()
-                    ),
-                ));
-            }
-            Ok(t.data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect())
+            f32_tensor(&st, weights, &format!("{prefix}{name}"), dims)
         };
         let word_name = format!("{prefix}embeddings.word_embeddings.weight");
         let word = st
