@@ -4,8 +4,9 @@
 //! all three languages. A scripted chat model, a toy embedder and a policy that answers
 //! everything keep this free of real models.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use cardinal_agent::guard::CARD_TEXT_FALLBACK;
@@ -13,42 +14,8 @@ use cardinal_agent::policy::model::{TrainInfo, CLASSES, POLICY_SCHEMA_VERSION};
 use cardinal_agent::policy::{FitOptions, PolicyModel, Thresholds};
 use cardinal_agent::{Agent, Generator};
 use cardinal_embed::Embedder;
-use cardinal_kb::{KnowledgeBase, Lang};
+use cardinal_kb::Lang;
 use cardinal_llm::{ChatModel, Completion, FinishReason, GenParams, Message, Usage};
-use cardinal_retrieval::store::EmbeddedStore;
-use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
-
-/// Bag of character trigrams, 32 dims, unit length.
-struct Trigrams;
-
-impl Embedder for Trigrams {
-    fn id(&self) -> String {
-        "trigram-toy".into()
-    }
-    fn dim(&self) -> usize {
-        32
-    }
-    fn embed_queries(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = [0f32; 32];
-                let chars: Vec<char> = t.to_lowercase().chars().collect();
-                for w in chars.windows(3) {
-                    let h = w
-                        .iter()
-                        .fold(7u32, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
-                    v[(h % 32) as usize] += 1.0;
-                }
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                v.iter().map(|x| x / n).collect()
-            })
-            .collect())
-    }
-    fn embed_passages(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        self.embed_queries(texts)
-    }
-}
 
 /// Always the same answer, citing the first card of the prompt where the text says `{card}`.
 struct Inventing(&'static str);
@@ -78,7 +45,7 @@ fn answer_everything() -> PolicyModel {
     let d = 32;
     PolicyModel {
         schema_version: POLICY_SCHEMA_VERSION,
-        embedder: Trigrams.id(),
+        embedder: common::TRIGRAMS.id(),
         second_opinion: None,
         intent_encoder: None,
         classes: CLASSES.to_vec(),
@@ -103,23 +70,7 @@ fn answer_everything() -> PolicyModel {
 }
 
 fn agent(answer: &'static str) -> (Agent, tempfile::TempDir) {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
-    let kb = Arc::new(KnowledgeBase::load(&data.join("kb")).unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RetrievalConfig::default();
-    let mut store = EmbeddedStore::open(dir.path()).unwrap();
-    ingest(
-        &mut store,
-        &Trigrams,
-        &kb,
-        &cfg.chunker(),
-        64,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let chunks = indexed_chunks(&kb, &cfg.chunker());
-    let retriever =
-        Retriever::new(cfg, &chunks, Box::new(store), Arc::new(Trigrams), None).unwrap();
+    let (kb, retriever, dir) = common::toy_retriever();
     let generator = Generator::Llm {
         model: Arc::new(Inventing(answer)),
         params: GenParams::default(),

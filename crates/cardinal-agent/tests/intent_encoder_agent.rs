@@ -3,64 +3,18 @@
 //! fitted on); with it, the encoder's vectors reach the classifier. Toy encoders keep this free
 //! of real models.
 
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
 
 use cardinal_agent::policy::fit::{fit, RetrieverFeaturizer, TrainSet};
 use cardinal_agent::policy::FitOptions;
 use cardinal_agent::{Agent, AgentError, Generator};
 use cardinal_embed::Embedder;
-use cardinal_kb::{KnowledgeBase, Lang};
-use cardinal_retrieval::store::EmbeddedStore;
-use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
-
-/// Bag of hashed character n-grams, unit length; `salt` changes the hash (a different
-/// encoder under the same id when `id` is kept).
-struct NGrams {
-    id: &'static str,
-    n: usize,
-    dim: usize,
-    salt: u32,
-}
-
-impl Embedder for NGrams {
-    fn id(&self) -> String {
-        self.id.into()
-    }
-    fn dim(&self) -> usize {
-        self.dim
-    }
-    fn embed_queries(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = vec![0f32; self.dim];
-                let chars: Vec<char> = t.to_lowercase().chars().collect();
-                for w in chars.windows(self.n) {
-                    let h = w
-                        .iter()
-                        .fold(self.salt, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
-                    v[h as usize % self.dim] += 1.0;
-                }
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                v.iter().map(|x| x / norm).collect()
-            })
-            .collect())
-    }
-    fn embed_passages(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        self.embed_queries(texts)
-    }
-}
-
-const QUERY: NGrams = NGrams {
-    id: "trigram-toy",
-    n: 3,
-    dim: 32,
-    salt: 7,
-};
+use cardinal_kb::Lang;
 
 fn intent(id: &'static str, salt: u32) -> Arc<dyn Embedder> {
-    Arc::new(NGrams {
+    Arc::new(common::NGrams {
         id,
         n: 4,
         dim: 16,
@@ -69,16 +23,10 @@ fn intent(id: &'static str, salt: u32) -> Arc<dyn Embedder> {
 }
 
 fn agent_and_policy() -> (Agent, tempfile::TempDir) {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
-    let kb = Arc::new(KnowledgeBase::load(&data.join("kb")).unwrap());
-    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases")).unwrap();
+    let (kb, retriever, dir) = common::toy_retriever();
+    let (cases, diags) =
+        cardinal_dataset::load_case_dir(&common::data_dir().join("cases")).unwrap();
     assert!(diags.is_empty(), "{diags}");
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RetrievalConfig::default();
-    let mut store = EmbeddedStore::open(dir.path()).unwrap();
-    ingest(&mut store, &QUERY, &kb, &cfg.chunker(), 64, &mut |_, _| {}).unwrap();
-    let chunks = indexed_chunks(&kb, &cfg.chunker());
-    let retriever = Retriever::new(cfg, &chunks, Box::new(store), Arc::new(QUERY), None).unwrap();
     let enc = intent("fourgram-toy:v1", 3);
     let fz = RetrieverFeaturizer {
         retriever: &retriever,

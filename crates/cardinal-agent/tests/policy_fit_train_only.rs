@@ -2,7 +2,7 @@
 //! expectation) leaves the fitted policy file byte-identical, and the train hash it records is
 //! the hash of the train cases only. A toy embedder keeps this test free of models.
 
-use std::path::Path;
+mod common;
 
 use cardinal_agent::policy::fit::{fit, Featurizer, FitError, TrainSet};
 use cardinal_agent::policy::FitOptions;
@@ -19,18 +19,7 @@ impl Featurizer for Toy {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         Ok(texts
             .iter()
-            .map(|t| {
-                let mut v = vec![0f32; 64];
-                let chars: Vec<char> = t.to_lowercase().chars().collect();
-                for w in chars.windows(3) {
-                    let h = w
-                        .iter()
-                        .fold(7u32, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
-                    v[(h % 64) as usize] += 1.0;
-                }
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                v.iter().map(|x| x / n).collect()
-            })
+            .map(|t| common::ngram_vector(t, 3, 64, 7))
             .collect())
     }
     fn best_cosine(&self, vector: &[f32], _lang: Lang) -> Result<Option<f32>, String> {
@@ -39,7 +28,7 @@ impl Featurizer for Toy {
 }
 
 fn cases() -> Vec<LoadedCase> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cases");
+    let dir = common::data_dir().join("cases");
     let (cases, diags) = cardinal_dataset::load_case_dir(&dir).unwrap();
     assert!(diags.is_empty(), "{diags}");
     cases
@@ -208,17 +197,7 @@ impl Featurizer for ToyWithIntent {
         Ok(Some(
             texts
                 .iter()
-                .map(|t| {
-                    let mut v = vec![0f32; 16];
-                    let chars: Vec<char> = t.to_lowercase().chars().collect();
-                    for w in chars.windows(4) {
-                        let h = w
-                            .iter()
-                            .fold(3u32, |h, c| h.wrapping_mul(37).wrapping_add(*c as u32));
-                        v[(h % 16) as usize] += 1.0;
-                    }
-                    v
-                })
+                .map(|t| common::ngram_vector(t, 4, 16, 3))
                 .collect(),
         ))
     }

@@ -4,50 +4,16 @@
 //! `SecondOpinion` error carrying the model's own error. Toy embedder and a scripted yes/no
 //! model keep this free of real models.
 
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
 
 use cardinal_agent::policy::fit::{fit, RetrieverFeaturizer, TrainSet};
 use cardinal_agent::policy::second_opinion::CHECKS;
 use cardinal_agent::policy::FitOptions;
 use cardinal_agent::{Agent, AgentError, Generator};
-use cardinal_embed::Embedder;
-use cardinal_kb::{KnowledgeBase, Lang};
+use cardinal_kb::Lang;
 use cardinal_llm::{LlmError, Message, YesNo, YesNoModel};
-use cardinal_retrieval::store::EmbeddedStore;
-use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
-
-/// Bag of character trigrams, 32 dims, unit length.
-struct Trigrams;
-
-impl Embedder for Trigrams {
-    fn id(&self) -> String {
-        "trigram-toy".into()
-    }
-    fn dim(&self) -> usize {
-        32
-    }
-    fn embed_queries(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = [0f32; 32];
-                let chars: Vec<char> = t.to_lowercase().chars().collect();
-                for w in chars.windows(3) {
-                    let h = w
-                        .iter()
-                        .fold(7u32, |h, c| h.wrapping_mul(31).wrapping_add(*c as u32));
-                    v[(h % 32) as usize] += 1.0;
-                }
-                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                v.iter().map(|x| x / n).collect()
-            })
-            .collect())
-    }
-    fn embed_passages(&self, texts: &[&str]) -> cardinal_embed::Result<Vec<Vec<f32>>> {
-        self.embed_queries(texts)
-    }
-}
 
 /// Answers every check with a probability from the message length and the check's index;
 /// fails every call when `fail`.
@@ -75,25 +41,10 @@ impl YesNoModel for Scripted {
 }
 
 fn agent_and_policy() -> (Agent, tempfile::TempDir) {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
-    let kb = Arc::new(KnowledgeBase::load(&data.join("kb")).unwrap());
-    let (cases, diags) = cardinal_dataset::load_case_dir(&data.join("cases")).unwrap();
+    let (kb, retriever, dir) = common::toy_retriever();
+    let (cases, diags) =
+        cardinal_dataset::load_case_dir(&common::data_dir().join("cases")).unwrap();
     assert!(diags.is_empty(), "{diags}");
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RetrievalConfig::default();
-    let mut store = EmbeddedStore::open(dir.path()).unwrap();
-    ingest(
-        &mut store,
-        &Trigrams,
-        &kb,
-        &cfg.chunker(),
-        64,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let chunks = indexed_chunks(&kb, &cfg.chunker());
-    let retriever =
-        Retriever::new(cfg, &chunks, Box::new(store), Arc::new(Trigrams), None).unwrap();
     let judge = Scripted {
         id: "scripted:v1",
         fail: false,
