@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `--intent MODEL` embeds every case with a second, larger encoder (through an on-disk vector
-//! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M, N, O, P).
+//! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M … R).
 //! `--holdout` scores the fitted alternatives on the holdout split as well (reported only).
 //!
 //! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
@@ -260,11 +260,13 @@ fn main() {
         eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
     }
     if fz.intent.is_some() {
-        for (name, cosine, l2, segments) in [
-            ("M E + intent encoder", true, base.l2, false),
-            ("N C + intent encoder", false, base.l2, false),
-            ("O M, l2=0.1", true, 0.1, false),
-            ("P M + sentences", true, base.l2, true),
+        for (name, cosine, l2, segments, query_embedding) in [
+            ("M E + intent encoder", true, base.l2, false, true),
+            ("N C + intent encoder", false, base.l2, false, true),
+            ("O M, l2=0.1", true, 0.1, false, true),
+            ("P M + sentences", true, base.l2, true, true),
+            ("Q M without the e5 embedding", true, base.l2, false, false),
+            ("R M, l2=0.001", true, 0.001, false, true),
         ] {
             alternatives.push((
                 name,
@@ -273,12 +275,13 @@ fn main() {
                     intent: true,
                     l2,
                     segments,
+                    query_embedding,
                     ..base.clone()
                 },
             ));
         }
     } else {
-        eprintln!("no --intent MODEL: alternatives M-P are skipped");
+        eprintln!("no --intent MODEL: alternatives M-R are skipped");
     }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
         alternatives.retain(|(n, _)| n.starts_with(&chosen));

@@ -88,10 +88,18 @@ pub struct FitOptions {
     /// encoder, [`IntentEncoderInfo`]) to the query embedding.
     #[serde(default)]
     pub intent: bool,
+    /// Read the query embedding (the retriever's embedder). Without it the features start with
+    /// the intent encoder's vector; only meaningful with `intent`.
+    #[serde(default = "yes")]
+    pub query_embedding: bool,
 }
 
 fn one() -> f32 {
     1.0
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for FitOptions {
@@ -110,6 +118,7 @@ impl Default for FitOptions {
             second_opinion: false,
             second_opinion_weight: 1.0,
             intent: false,
+            query_embedding: true,
         }
     }
 }
@@ -189,7 +198,11 @@ pub fn features(
     second_opinion: Option<&[f32]>,
     opt: &FitOptions,
 ) -> Vec<f32> {
-    let mut x = embedding.to_vec();
+    let mut x = if opt.query_embedding || !opt.intent {
+        embedding.to_vec()
+    } else {
+        Vec::new()
+    };
     if opt.intent {
         x.extend_from_slice(intent.unwrap_or_default());
     }
@@ -264,5 +277,47 @@ impl PolicyModel {
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, _)| *c)
             .unwrap_or(SafetyClass::PromptInjection)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_feature_vector_follows_the_options() {
+        let e = [1.0, 2.0];
+        let i = [3.0, 4.0, 5.0];
+        let with_intent = FitOptions {
+            intent: true,
+            cosine_feature: true,
+            ..FitOptions::default()
+        };
+        assert_eq!(
+            features(&e, Some(&i), Some(0.5), None, &with_intent),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 0.5]
+        );
+        let intent_only = FitOptions {
+            query_embedding: false,
+            ..with_intent.clone()
+        };
+        assert_eq!(
+            features(&e, Some(&i), Some(0.5), None, &intent_only),
+            vec![3.0, 4.0, 5.0, 0.5]
+        );
+        // Without an intent encoder the query embedding is always read.
+        let no_intent = FitOptions {
+            query_embedding: false,
+            ..FitOptions::default()
+        };
+        assert_eq!(features(&e, None, None, None, &no_intent), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn options_written_before_query_embedding_existed_read_it_as_on() {
+        let mut v = serde_json::to_value(FitOptions::default()).unwrap();
+        v.as_object_mut().unwrap().remove("query_embedding");
+        let o: FitOptions = serde_json::from_value(v).unwrap();
+        assert!(o.query_embedding);
     }
 }
