@@ -280,8 +280,27 @@ fn main() {
                 },
             ));
         }
+        if fz.second_opinion.is_some() {
+            // The local model's yes/no second opinion on top of M (J-L did the same on E).
+            for (name, weight) in [
+                ("S M + second opinion", 1.0),
+                ("T M + second opinion x3", 3.0),
+                ("U M + second opinion x10", 10.0),
+            ] {
+                alternatives.push((
+                    name,
+                    FitOptions {
+                        cosine_feature: true,
+                        intent: true,
+                        second_opinion: true,
+                        second_opinion_weight: weight,
+                        ..base.clone()
+                    },
+                ));
+            }
+        }
     } else {
-        eprintln!("no --intent MODEL: alternatives M-R are skipped");
+        eprintln!("no --intent MODEL: alternatives M-U are skipped");
     }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
         alternatives.retain(|(n, _)| n.starts_with(&chosen));
