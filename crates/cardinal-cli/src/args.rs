@@ -114,9 +114,11 @@ pub struct JudgeArgs {
     /// Model name of the judge's endpoint (default: the --llm-model value).
     #[arg(long, env = "CARDINAL_JUDGE_MODEL")]
     pub judge_model: Option<String>,
-    /// Judge scorer: checks-v1 (yes/no checks read from token probabilities, default),
-    /// checks-v2 (the checks plus support likelihood and surface evidence, combined by weights
-    /// fitted on dev) or rubric-v1 (one holistic 1-5 rubric generation per dimension).
+    /// Judge scorer: checks-v2 (support likelihood and surface evidence, combined by weights
+    /// fitted on dev, with the yes/no checks the calibration reads; default for an in-process
+    /// judge), checks-v1 (yes/no checks read from token probabilities; default for an
+    /// OpenAI-compatible judge, which cannot score a given reply's tokens) or rubric-v1 (one
+    /// holistic 1-5 rubric generation per dimension).
     #[arg(long, value_parser = ["checks-v1", "checks-v2", "rubric-v1"])]
     pub scorer: Option<String>,
     /// The checks scorer's fitted calibration (default: data/judge/<scorer>.<model>.json when it

@@ -364,17 +364,24 @@ pub fn trec(
 /// cache, over a stratified sample of labelled calibration items of the dev split (judged in
 /// the calibration run's order, so the shared instructions stay in the KV cache as they do in
 /// a sweep).
+///
+/// The checks asked are those the sweep's scorer asks: the committed calibration of the scorer
+/// and model decides (`Calibration::needed_checks`: a calibration whose gated scores read no
+/// check needs only the hallucination checks); `every_check` asks every kind, as a calibration
+/// run does.
+#[allow(clippy::too_many_arguments)]
 pub fn judge(
     data: &Path,
     s: &Settings,
     items: usize,
     signals: bool,
     hallucination: bool,
+    every_check: bool,
     json_out: bool,
     obs: &dyn Observer,
 ) -> Result<Outcome> {
     use cardinal_dataset::calibration::Split;
-    use cardinal_judge::checks::{plan_with, CheckFraming};
+    use cardinal_judge::checks::{plan_kinds, CheckFraming, CheckKind};
     use cardinal_judge::JudgeInput;
     use cardinal_llm::ChatModel as _;
 
@@ -410,9 +417,43 @@ pub fn judge(
         (x.lang.tag(), &x.cited, &x.id).cmp(&(y.lang.tag(), &y.cited, &y.id))
     });
     let model = cardinal_harness::models::shared_local(name, s, obs)?;
+    let scorer = if signals { "checks-v2" } else { "checks-v1" };
+    let kinds: Vec<CheckKind> = if every_check {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|&k| hallucination || k != CheckKind::Invented)
+            .collect()
+    } else {
+        let path = data.join("judge").join(format!("{scorer}.{name}.json"));
+        let calibration = if path.is_file() {
+            cardinal_harness::scorer::load_calibration(&path, scorer, &model.id())?
+        } else {
+            obs.note(&format!(
+                "note: no calibration {}: every check is asked",
+                path.display()
+            ));
+            cardinal_judge::checks::Calibration::uncalibrated(&model.id())
+        };
+        calibration.needed_checks(hallucination)
+    };
+    let asked = if kinds.len() == CheckKind::ALL.len()
+        || (!hallucination && kinds.len() + 1 == CheckKind::ALL.len())
+    {
+        "every check".to_string()
+    } else if kinds.is_empty() {
+        "no check (the calibration reads none)".to_string()
+    } else {
+        format!(
+            "{} only (the calibration reads no other)",
+            kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        )
+    };
     obs.note(&format!(
-        "bench judge: {} {} on {} dev items, {} threads, hallucination checks {}",
-        if signals { "checks-v2" } else { "checks-v1" },
+        "bench judge: {scorer} {} on {} dev items, {} threads, hallucination checks {}, asking {asked}",
         model.id(),
         picked.len(),
         model.threads(),
@@ -430,10 +471,14 @@ pub fn judge(
             JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
                 kb.get(id).map(|f| &f.card)
             });
-        let plan = plan_with(&input, CheckFraming::FullCard, hallucination);
+        let plan = plan_kinds(&input, CheckFraming::FullCard, &kinds);
         let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
         let t = Instant::now();
-        let (_, mut stats) = model.yes_no_with_stats(&plan.messages, &texts)?;
+        let mut stats = if texts.is_empty() {
+            cardinal_llm_local::GenStats::default()
+        } else {
+            model.yes_no_with_stats(&plan.messages, &texts)?.1
+        };
         if signals {
             use cardinal_llm::YesNoModel as _;
             let (with, without) = cardinal_judge::checks::support_messages(&input);
@@ -456,7 +501,8 @@ pub fn judge(
     let n = rows.len() as f64;
     let summary = json!({
         "model": model.id(),
-        "scorer": if signals { "checks-v2" } else { "checks-v1" },
+        "scorer": scorer,
+        "checks_asked": kinds.iter().map(|k| format!("{k:?}").to_lowercase()).collect::<Vec<_>>(),
         "threads": model.threads(),
         "items": rows.len(),
         "hallucination_checks": hallucination,
@@ -472,8 +518,7 @@ pub fn judge(
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "judge {} {} ({} threads), {} dev items, hallucination checks {}",
-            if signals { "checks-v2" } else { "checks-v1" },
+            "judge {scorer} {} ({} threads), {} dev items, hallucination checks {}, asking {asked}",
             model.id(),
             model.threads(),
             rows.len(),

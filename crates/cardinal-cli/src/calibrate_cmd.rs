@@ -20,11 +20,12 @@ pub struct CalibrateArgs {
     /// its options.
     #[command(flatten)]
     pub llm: LlmArgs,
-    /// Scorer: checks-v1 (yes/no checks read from token probabilities, default), checks-v2
-    /// (the same checks plus the model's support likelihood and surface evidence, combined by
-    /// weights fitted on dev) or rubric-v1 (the holistic 1–5 rubric).
-    #[arg(long, value_parser = ["checks-v2", "checks-v1", "rubric-v1"], default_value = "checks-v1")]
-    pub scorer: String,
+    /// Scorer: checks-v2 (the checks plus the model's support likelihood and surface evidence,
+    /// combined by weights fitted on dev; default with an in-process model), checks-v1 (yes/no
+    /// checks read from token probabilities; default with --llm openai, whose endpoint cannot
+    /// score a given reply's tokens) or rubric-v1 (the holistic 1–5 rubric).
+    #[arg(long, value_parser = ["checks-v2", "checks-v1", "rubric-v1"])]
+    pub scorer: Option<String>,
     /// Which split to judge: test (default: claims are made on test), dev (what --fit reads)
     /// or all.
     #[arg(long, value_parser = ["dev", "test", "all"], default_value = "test")]
@@ -246,7 +247,11 @@ fn judge(
     };
     s.judge.url = s.llm.url.clone();
     s.judge.model = s.llm.model.clone();
-    s.judge.scorer = args.scorer.clone();
+    let scorer_name = args
+        .scorer
+        .clone()
+        .unwrap_or_else(|| cardinal_harness::settings::default_scorer(s.judge.backend).to_string());
+    s.judge.scorer = scorer_name.clone();
     s.judge.calibration = if args.fit {
         None
     } else {
@@ -268,7 +273,7 @@ fn judge(
         );
         selected = picked.into_iter().map(|i| selected[i].clone()).collect();
     }
-    let (scores, content_free, calibration) = if args.scorer == "rubric-v1" {
+    let (scores, content_free, calibration) = if scorer_name == "rubric-v1" {
         let model = cardinal_harness::models::judge_model(&s, None, obs)?
             .ok_or_else(|| input("no judge model".into()))?;
         let scorer = cardinal_harness::scorer::RubricScorer::new(
@@ -288,23 +293,27 @@ fn judge(
             cardinal_harness::scorer::default_calibration_path(data, &s),
         ) {
             (Some(p), _) => {
-                cardinal_harness::scorer::load_calibration(p, &args.scorer, &probe.id())?
+                cardinal_harness::scorer::load_calibration(p, &scorer_name, &probe.id())?
             }
             (None, Some(p)) if p.is_file() && !args.fit => {
-                cardinal_harness::scorer::load_calibration(&p, &args.scorer, &probe.id())?
+                cardinal_harness::scorer::load_calibration(&p, &scorer_name, &probe.id())?
             }
             _ => {
                 let mut c = cardinal_judge::checks::Calibration::uncalibrated(&probe.id());
-                c.scorer = args.scorer.clone();
+                c.scorer = scorer_name.clone();
                 c
             }
         };
         let content_free = cal::measure_content_free(&probe)?;
-        let scorer = ChecksScorer::named(&args.scorer, probe.clone(), calibration.clone())
-            .without_hallucination();
+        // Every check is asked, also those the calibration gives no weight: the report scores
+        // each variant (checks only, every dev-fitted candidate) from the same checks.
+        let scorer = ChecksScorer::named(&scorer_name, probe.clone(), calibration.clone())
+            .without_hallucination()
+            .with_every_check();
         let control = (!args.no_control).then(|| {
-            ChecksScorer::named(&args.scorer, probe, calibration.clone())
+            ChecksScorer::named(&scorer_name, probe, calibration.clone())
                 .without_hallucination()
+                .with_every_check()
                 .with_framing(CheckFraming::HeaderOnly)
         });
         let v = cal::run_scores(kb, &selected, &scorer, control.as_ref(), obs);
@@ -326,7 +335,7 @@ fn judge(
     };
     Ok(ScoresFile {
         schema_version: SCORES_SCHEMA_VERSION,
-        scorer: args.scorer.clone(),
+        scorer: scorer_name.clone(),
         judge_model: model_id,
         labels: labels.to_vec(),
         split: args.split.clone(),

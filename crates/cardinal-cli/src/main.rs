@@ -195,6 +195,10 @@ enum BenchCommand {
         /// Leave out the hallucination checks (as `cardinal calibrate` does).
         #[arg(long)]
         no_hallucination: bool,
+        /// Ask every check kind, also those the committed calibration gives no weight (as
+        /// `cardinal calibrate` does); by default only the checks the sweep's scorer asks.
+        #[arg(long)]
+        every_check: bool,
         #[arg(long)]
         json: bool,
     },
@@ -467,6 +471,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                     scorer,
                     judge,
                     no_hallucination,
+                    every_check,
                     json,
                 },
         } => {
@@ -482,6 +487,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 items,
                 scorer == "checks-v2",
                 !no_hallucination,
+                every_check,
                 json,
                 &obs,
             )

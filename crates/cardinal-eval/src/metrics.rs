@@ -143,7 +143,7 @@ pub const METRICS: &[MetricDef] = &[
         min: 1.0,
         max: 5.0,
         when_empty: "no key when nothing real is cited or the turn is a refusal; judge errors are counted, never scored",
-        evaluator: "judge scorer (rubric-v1 or checks-v1)",
+        evaluator: "judge scorer (checks-v2, checks-v1 or rubric-v1)",
         gate_eligible: false,
     },
     MetricDef {
@@ -153,7 +153,7 @@ pub const METRICS: &[MetricDef] = &[
         min: 1.0,
         max: 5.0,
         when_empty: "no key when nothing real is cited or the turn is a refusal; judge errors are counted, never scored",
-        evaluator: "judge scorer (rubric-v1 or checks-v1)",
+        evaluator: "judge scorer (checks-v2, checks-v1 or rubric-v1)",
         gate_eligible: false,
     },
     MetricDef {
@@ -163,7 +163,7 @@ pub const METRICS: &[MetricDef] = &[
         min: 1.0,
         max: 5.0,
         when_empty: "no key on refusals; judge errors are counted, never scored",
-        evaluator: "judge scorer (rubric-v1 or checks-v1)",
+        evaluator: "judge scorer (checks-v2, checks-v1 or rubric-v1)",
         gate_eligible: false,
     },
 ];

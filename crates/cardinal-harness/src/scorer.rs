@@ -135,6 +135,10 @@ pub struct ChecksScorer {
     hallucination: bool,
     /// `checks-v2`: also read the [`cardinal_judge::checks::Signals`].
     signals: bool,
+    /// Ask every check kind, also those the calibration gives no weight (calibration runs:
+    /// the report scores every variant from the same checks). Off, only
+    /// [`cardinal_judge::checks::Calibration::needed_checks`] are asked.
+    every_check: bool,
 }
 
 impl ChecksScorer {
@@ -148,6 +152,7 @@ impl ChecksScorer {
             framing: CheckFraming::FullCard,
             hallucination: true,
             signals: false,
+            every_check: false,
         }
     }
 
@@ -167,6 +172,25 @@ impl ChecksScorer {
     pub fn without_hallucination(mut self) -> Self {
         self.hallucination = false;
         self
+    }
+
+    /// The same scorer asking every check kind, whatever the calibration reads (calibration
+    /// runs, whose report scores every variant from the same checks).
+    pub fn with_every_check(mut self) -> Self {
+        self.every_check = true;
+        self
+    }
+
+    /// The check kinds this scorer asks of a case.
+    pub fn asked_checks(&self) -> Vec<cardinal_judge::checks::CheckKind> {
+        if self.every_check {
+            cardinal_judge::checks::CheckKind::ALL
+                .into_iter()
+                .filter(|&k| self.hallucination || k != cardinal_judge::checks::CheckKind::Invented)
+                .collect()
+        } else {
+            self.calibration.needed_checks(self.hallucination)
+        }
     }
 
     /// The same scorer with another framing (the header-only control).
@@ -191,9 +215,14 @@ impl ChecksScorer {
         ),
         cardinal_llm::LlmError,
     > {
-        let plan = cardinal_judge::checks::plan_with(input, self.framing, self.hallucination);
+        let plan = cardinal_judge::checks::plan_kinds(input, self.framing, &self.asked_checks());
         let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
-        let answers = self.model.yes_no(&plan.messages, &texts)?;
+        // Nothing to ask (a calibration that reads no check, hallucination off): no pass.
+        let answers = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.model.yes_no(&plan.messages, &texts)?
+        };
         let results = cardinal_judge::checks::results(&plan, &answers);
         let signals = if self.signals {
             let (with, without) = cardinal_judge::checks::support_messages(input);

@@ -158,6 +158,16 @@ pub fn plan(input: &JudgeInput<'_>, framing: CheckFraming) -> CheckPlan {
 /// not asked (a quarter of the sentence checks: calibration, whose labels have no
 /// hallucination score, skips them).
 pub fn plan_with(input: &JudgeInput<'_>, framing: CheckFraming, invented: bool) -> CheckPlan {
+    let kinds: Vec<CheckKind> = CheckKind::ALL
+        .into_iter()
+        .filter(|&k| invented || k != CheckKind::Invented)
+        .collect();
+    plan_kinds(input, framing, &kinds)
+}
+
+/// Build the prompt of one case and ask only the checks of `kinds` (the prompt is the same
+/// whatever is asked, so a check's probability does not depend on which others are asked).
+pub fn plan_kinds(input: &JudgeInput<'_>, framing: CheckFraming, kinds: &[CheckKind]) -> CheckPlan {
     let mut user = String::from("CARDS\n");
     let mut rules: Vec<String> = Vec::new();
     for card in &input.cited {
@@ -185,7 +195,7 @@ pub fn plan_with(input: &JudgeInput<'_>, framing: CheckFraming, invented: bool) 
             CheckKind::Contradicts,
             CheckKind::Invented,
         ] {
-            if kind == CheckKind::Invented && !invented {
+            if !kinds.contains(&kind) {
                 continue;
             }
             checks.push(Check {
@@ -195,7 +205,7 @@ pub fn plan_with(input: &JudgeInput<'_>, framing: CheckFraming, invented: bool) 
             });
         }
     }
-    if framing == CheckFraming::FullCard {
+    if framing == CheckFraming::FullCard && kinds.contains(&CheckKind::Breaks) {
         for j in 1..=rules.len() {
             checks.push(Check {
                 kind: CheckKind::Breaks,
@@ -701,6 +711,37 @@ impl Calibration {
         ))
     }
 
+    /// Whether a gated score reads the yes/no checks: always without an aggregation
+    /// (`checks-v1`), else when a chosen combination gives a check feature a weight.
+    pub fn reads_checks(&self) -> bool {
+        let Some(agg) = &self.aggregation else {
+            return true;
+        };
+        [&agg.groundedness, &agg.faithfulness].iter().any(|a| {
+            a.features
+                .iter()
+                .zip(&a.weights)
+                .any(|(&f, &w)| f < 2 && w != 0.0)
+        })
+    }
+
+    /// The check kinds a case needs under this calibration: every kind when a gated score
+    /// reads the checks; otherwise only what the hallucination score reads (claim and
+    /// invented detail), or nothing without it. Scores are the same as with every check
+    /// asked: what is left out has no weight.
+    pub fn needed_checks(&self, hallucination: bool) -> Vec<CheckKind> {
+        if self.reads_checks() {
+            CheckKind::ALL
+                .into_iter()
+                .filter(|&k| hallucination || k != CheckKind::Invented)
+                .collect()
+        } else if hallucination {
+            vec![CheckKind::Claim, CheckKind::Invented]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Digest identifying the fitted values (recorded in run manifests).
     pub fn id(&self) -> String {
         cardinal_digest::sha256_hex(serde_json::to_vec(self).unwrap_or_default())
@@ -938,6 +979,82 @@ mod tests {
     }
 
     #[test]
+    fn a_calibration_that_reads_no_check_asks_only_what_hallucination_reads_with_equal_scores() {
+        let agg = |features: Vec<usize>, weights: Vec<f64>| Aggregation {
+            mean: vec![0.0; features.len()],
+            sd: vec![1.0; features.len()],
+            features,
+            weights,
+            intercept: 3.0,
+            cuts: Cuts::DEFAULT,
+        };
+        let with = |g: Aggregation, f: Aggregation| {
+            let mut c = Calibration::uncalibrated("m");
+            c.aggregation = Some(Aggregations {
+                groundedness: g,
+                faithfulness: f,
+                groundedness_candidates: Vec::new(),
+                faithfulness_candidates: Vec::new(),
+                chosen: ("x".into(), "y".into()),
+            });
+            c
+        };
+        // Support likelihood + evidence for both dimensions; a check feature with weight 0.
+        let lean = with(
+            agg(vec![2, 3, 4, 5], vec![1.0, 0.5, 0.2, 0.1]),
+            agg(vec![0, 2, 3], vec![0.0, 1.0, 0.3]),
+        );
+        assert!(!lean.reads_checks());
+        assert_eq!(
+            lean.needed_checks(true),
+            vec![CheckKind::Claim, CheckKind::Invented]
+        );
+        assert!(lean.needed_checks(false).is_empty());
+        // A weighted check feature in either dimension needs every check.
+        let full = with(agg(vec![2], vec![1.0]), agg(vec![1, 2], vec![0.4, 1.0]));
+        assert!(full.reads_checks());
+        assert_eq!(full.needed_checks(true), CheckKind::ALL.to_vec());
+        assert!(!full.needed_checks(false).contains(&CheckKind::Invented));
+        assert!(Calibration::uncalibrated("m").reads_checks());
+
+        // The lean checks give the same three scores as every check.
+        let every = vec![
+            r(CheckKind::Claim, 1, 0.9),
+            r(CheckKind::Supported, 1, 0.2),
+            r(CheckKind::Contradicts, 1, 0.8),
+            r(CheckKind::Invented, 1, 0.7),
+            r(CheckKind::Claim, 2, 0.6),
+            r(CheckKind::Supported, 2, 0.9),
+            r(CheckKind::Contradicts, 2, 0.1),
+            r(CheckKind::Invented, 2, 0.1),
+            r(CheckKind::Breaks, 1, 0.9),
+        ];
+        let asked = lean.needed_checks(true);
+        let some: Vec<CheckResult> = every
+            .iter()
+            .filter(|c| asked.contains(&c.kind))
+            .cloned()
+            .collect();
+        assert_eq!(some.len(), 4);
+        let sig = Signals {
+            support_pmi: 0.7,
+            evidence: crate::evidence::Evidence {
+                coverage_mean: 0.4,
+                coverage_min: 0.1,
+                new_numbers: 1,
+            },
+        };
+        let a = lean.scores_with(&every, Some(&sig)).unwrap();
+        let b = lean.scores_with(&some, Some(&sig)).unwrap();
+        assert_eq!(a.1, b.1);
+        assert_eq!(a.0, b.0);
+        // Under the calibration that reads checks, leaving them out would change a score.
+        let c = full.scores_with(&every, Some(&sig)).unwrap();
+        let d = full.scores_with(&some, Some(&sig)).unwrap();
+        assert_ne!(c.0.faithfulness, d.0.faithfulness);
+    }
+
+    #[test]
     fn selection_prefers_the_set_that_generalises_on_left_out_rows() {
         // Feature 2 carries the label; the others are noise that an in-sample fit could use.
         let rows: Vec<([f64; 6], u8)> = (0..40)
@@ -1016,5 +1133,20 @@ mod tests {
         let control = plan(&input, CheckFraming::HeaderOnly);
         assert!(!control.messages[1].content.contains("Never advise"));
         assert!(control.checks.iter().all(|c| c.kind != CheckKind::Breaks));
+        // Asking fewer kinds keeps the prompt (the shared prefix) byte for byte.
+        let lean = plan_kinds(
+            &input,
+            CheckFraming::FullCard,
+            &[CheckKind::Claim, CheckKind::Invented],
+        );
+        assert_eq!(lean.messages, full.messages);
+        assert_eq!(lean.checks.len(), 2 * 2);
+        assert!(lean
+            .checks
+            .iter()
+            .all(|c| matches!(c.kind, CheckKind::Claim | CheckKind::Invented)));
+        assert!(plan_kinds(&input, CheckFraming::FullCard, &[])
+            .checks
+            .is_empty());
     }
 }
