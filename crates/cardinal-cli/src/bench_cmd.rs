@@ -419,10 +419,7 @@ pub fn judge(
     let model = cardinal_harness::models::shared_local(name, s, obs)?;
     let scorer = if signals { "checks-v2" } else { "checks-v1" };
     let kinds: Vec<CheckKind> = if every_check {
-        CheckKind::ALL
-            .into_iter()
-            .filter(|&k| hallucination || k != CheckKind::Invented)
-            .collect()
+        CheckKind::every(hallucination)
     } else {
         let path = data.join("judge").join(format!("{scorer}.{name}.json"));
         let calibration = if path.is_file() {
@@ -436,9 +433,7 @@ pub fn judge(
         };
         calibration.needed_checks(hallucination)
     };
-    let asked = if kinds.len() == CheckKind::ALL.len()
-        || (!hallucination && kinds.len() + 1 == CheckKind::ALL.len())
-    {
+    let asked = if kinds == CheckKind::every(hallucination) {
         "every check".to_string()
     } else if kinds.is_empty() {
         "no check (the calibration reads none)".to_string()

@@ -184,10 +184,7 @@ impl ChecksScorer {
     /// The check kinds this scorer asks of a case.
     pub fn asked_checks(&self) -> Vec<cardinal_judge::checks::CheckKind> {
         if self.every_check {
-            cardinal_judge::checks::CheckKind::ALL
-                .into_iter()
-                .filter(|&k| self.hallucination || k != cardinal_judge::checks::CheckKind::Invented)
-                .collect()
+            cardinal_judge::checks::CheckKind::every(self.hallucination)
         } else {
             self.calibration.needed_checks(self.hallucination)
         }

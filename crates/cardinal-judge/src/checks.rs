@@ -58,6 +58,14 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
+    /// Every kind; without `hallucination`, every kind but the invented-detail check.
+    pub fn every(hallucination: bool) -> Vec<CheckKind> {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|&k| hallucination || k != CheckKind::Invented)
+            .collect()
+    }
+
     pub const ALL: [CheckKind; 5] = [
         CheckKind::Claim,
         CheckKind::Supported,
@@ -158,11 +166,7 @@ pub fn plan(input: &JudgeInput<'_>, framing: CheckFraming) -> CheckPlan {
 /// not asked (a quarter of the sentence checks: calibration, whose labels have no
 /// hallucination score, skips them).
 pub fn plan_with(input: &JudgeInput<'_>, framing: CheckFraming, invented: bool) -> CheckPlan {
-    let kinds: Vec<CheckKind> = CheckKind::ALL
-        .into_iter()
-        .filter(|&k| invented || k != CheckKind::Invented)
-        .collect();
-    plan_kinds(input, framing, &kinds)
+    plan_kinds(input, framing, &CheckKind::every(invented))
 }
 
 /// Build the prompt of one case and ask only the checks of `kinds` (the prompt is the same
@@ -731,10 +735,7 @@ impl Calibration {
     /// asked: what is left out has no weight.
     pub fn needed_checks(&self, hallucination: bool) -> Vec<CheckKind> {
         if self.reads_checks() {
-            CheckKind::ALL
-                .into_iter()
-                .filter(|&k| hallucination || k != CheckKind::Invented)
-                .collect()
+            CheckKind::every(hallucination)
         } else if hallucination {
             vec![CheckKind::Claim, CheckKind::Invented]
         } else {
