@@ -421,15 +421,21 @@ pub fn judge(
     let kinds: Vec<CheckKind> = if every_check {
         CheckKind::every(hallucination)
     } else {
-        let path = data.join("judge").join(format!("{scorer}.{name}.json"));
-        let calibration = if path.is_file() {
-            cardinal_harness::scorer::load_calibration(&path, scorer, &model.id())?
-        } else {
-            obs.note(&format!(
-                "note: no calibration {}: every check is asked",
-                path.display()
-            ));
-            cardinal_judge::checks::Calibration::uncalibrated(&model.id())
+        // The file the sweep's scorer reads for this scorer and model.
+        let mut sweep = s.clone();
+        sweep.judge.scorer = scorer.into();
+        let calibration = match cardinal_harness::scorer::default_calibration_path(data, &sweep) {
+            Some(path) if path.is_file() => {
+                cardinal_harness::scorer::load_calibration(&path, scorer, &model.id())?
+            }
+            path => {
+                obs.note(&format!(
+                    "note: no calibration{}: every check is asked",
+                    path.map(|p| format!(" {}", p.display()))
+                        .unwrap_or_default()
+                ));
+                cardinal_judge::checks::Calibration::uncalibrated(&model.id())
+            }
         };
         calibration.needed_checks(hallucination)
     };
