@@ -186,8 +186,9 @@ enum BenchCommand {
         /// Calibration items to judge.
         #[arg(long, default_value_t = 12)]
         items: usize,
-        /// Scorer: checks-v1, or checks-v2 (adds the two support-likelihood passes).
-        #[arg(long, value_parser = ["checks-v1", "checks-v2"], default_value = "checks-v1")]
+        /// Scorer: checks-v2 (default, as the sweep's in-process judge: the two
+        /// support-likelihood passes and the checks its calibration reads), or checks-v1.
+        #[arg(long, value_parser = ["checks-v1", "checks-v2"], default_value = "checks-v2")]
         scorer: String,
         /// Judge model: local (Qwen2.5-Coder-1.5B) or local-small (0.5B).
         #[arg(long, value_parser = ["local", "local-small"], default_value = "local")]
