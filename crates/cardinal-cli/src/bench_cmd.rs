@@ -421,22 +421,19 @@ pub fn judge(
     let kinds: Vec<CheckKind> = if every_check {
         CheckKind::every(hallucination)
     } else {
-        // The file the sweep's scorer reads for this scorer and model.
+        // The calibration the sweep's scorer reads for this scorer and model.
         let mut sweep = s.clone();
         sweep.judge.scorer = scorer.into();
-        let calibration = match cardinal_harness::scorer::default_calibration_path(data, &sweep) {
-            Some(path) if path.is_file() => {
-                cardinal_harness::scorer::load_calibration(&path, scorer, &model.id())?
-            }
-            path => {
-                obs.note(&format!(
-                    "note: no calibration{}: every check is asked",
-                    path.map(|p| format!(" {}", p.display()))
-                        .unwrap_or_default()
-                ));
-                cardinal_judge::checks::Calibration::uncalibrated(&model.id())
-            }
-        };
+        let calibration =
+            match cardinal_harness::scorer::committed_calibration(data, &sweep, &model.id())? {
+                Some(c) => c,
+                None => {
+                    obs.note(
+                    "note: no fitted calibration for this scorer and model: every check is asked",
+                );
+                    cardinal_harness::scorer::uncalibrated(scorer, &model.id())
+                }
+            };
         calibration.needed_checks(hallucination)
     };
     let asked = if kinds == CheckKind::every(hallucination) {

@@ -288,22 +288,14 @@ fn judge(
     } else {
         let probe = cardinal_harness::models::judge_probe(&s, obs)?
             .ok_or_else(|| input("no judge model".into()))?;
-        let calibration = match (
-            &s.judge.calibration,
-            cardinal_harness::scorer::default_calibration_path(data, &s),
-        ) {
-            (Some(p), _) => {
-                cardinal_harness::scorer::load_calibration(p, &scorer_name, &probe.id())?
-            }
-            (None, Some(p)) if p.is_file() && !args.fit => {
-                cardinal_harness::scorer::load_calibration(&p, &scorer_name, &probe.id())?
-            }
-            _ => {
-                let mut c = cardinal_judge::checks::Calibration::uncalibrated(&probe.id());
-                c.scorer = scorer_name.clone();
-                c
-            }
+        // --fit starts from no fit (and leaves s.judge.calibration unset: it names the output).
+        let committed = if args.fit {
+            None
+        } else {
+            cardinal_harness::scorer::committed_calibration(data, &s, &probe.id())?
         };
+        let calibration = committed
+            .unwrap_or_else(|| cardinal_harness::scorer::uncalibrated(&scorer_name, &probe.id()));
         let content_free = cal::measure_content_free(&probe)?;
         // Every check is asked, also those the calibration gives no weight: the report scores
         // each variant (checks only, every dev-fitted candidate) from the same checks.

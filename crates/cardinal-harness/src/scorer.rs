@@ -410,6 +410,28 @@ pub fn load_calibration(
     Ok(c)
 }
 
+/// The calibration the checks scorer of `s` reads for the judge `model_id`: the file
+/// `s.judge.calibration` names, else the committed file of the scorer and model when it exists;
+/// `None` when there is neither (see [`uncalibrated`]).
+pub fn committed_calibration(
+    data: &std::path::Path,
+    s: &crate::Settings,
+    model_id: &str,
+) -> crate::Result<Option<cardinal_judge::checks::Calibration>> {
+    match (&s.judge.calibration, default_calibration_path(data, s)) {
+        (Some(p), _) => load_calibration(p, &s.judge.scorer, model_id).map(Some),
+        (None, Some(p)) if p.is_file() => load_calibration(&p, &s.judge.scorer, model_id).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// No fit, for `scorer` and the judge `model_id`: default cut points, no correction.
+pub fn uncalibrated(scorer: &str, model_id: &str) -> cardinal_judge::checks::Calibration {
+    let mut c = cardinal_judge::checks::Calibration::uncalibrated(model_id);
+    c.scorer = scorer.into();
+    c
+}
+
 /// The scorer the settings ask for; `None` without a judge.
 pub fn build_scorer(
     data: &std::path::Path,
@@ -437,16 +459,11 @@ pub fn build_scorer(
             let Some(probe) = crate::models::judge_probe(s, obs)? else {
                 return Ok(None);
             };
-            let calibration = match (&s.judge.calibration, default_calibration_path(data, s)) {
-                (Some(p), _) => load_calibration(p, &s.judge.scorer, &probe.id())?,
-                (None, Some(p)) if p.is_file() => {
-                    load_calibration(&p, &s.judge.scorer, &probe.id())?
-                }
-                _ => {
+            let calibration = match committed_calibration(data, s, &probe.id())? {
+                Some(c) => c,
+                None => {
                     obs.note("note: the judge runs uncalibrated (no fitted calibration for this model; see `cardinal calibrate --fit`)");
-                    let mut c = cardinal_judge::checks::Calibration::uncalibrated(&probe.id());
-                    c.scorer = s.judge.scorer.clone();
-                    c
+                    uncalibrated(&s.judge.scorer, &probe.id())
                 }
             };
             Ok(Some(Box::new(ChecksScorer::named(

@@ -426,6 +426,8 @@ pub const FEATURES: [&str; 6] = [
     "minus_new_numbers",
 ];
 
+/// The features read off the yes/no checks (indices into [`FEATURES`]).
+pub const CHECK_FEATURES: [usize; 2] = [0, 1];
 /// The evidence-only baseline's features (indices into [`FEATURES`]).
 pub const EVIDENCE_ONLY: [usize; 3] = [3, 4, 5];
 /// Every feature (indices into [`FEATURES`]).
@@ -435,7 +437,7 @@ pub const ALL_FEATURES: [usize; 6] = [0, 1, 2, 3, 4, 5];
 /// (the first of equal ones wins: fewer features first).
 pub const CANDIDATES: [(&str, &[usize]); 5] = [
     ("support likelihood", &[2]),
-    ("checks", &[0, 1]),
+    ("checks", &CHECK_FEATURES),
     ("evidence", &EVIDENCE_ONLY),
     ("support likelihood + evidence", &[2, 3, 4, 5]),
     ("all", &ALL_FEATURES),
@@ -725,7 +727,7 @@ impl Calibration {
             a.features
                 .iter()
                 .zip(&a.weights)
-                .any(|(&f, &w)| f < 2 && w != 0.0)
+                .any(|(f, &w)| CHECK_FEATURES.contains(f) && w != 0.0)
         })
     }
 
