@@ -117,9 +117,10 @@ pub struct JudgeArgs {
     /// Judge scorer: checks-v2 (support likelihood and surface evidence, combined by weights
     /// fitted on dev, with the yes/no checks the calibration reads; default for an in-process
     /// judge), checks-v1 (yes/no checks read from token probabilities; default for an
-    /// OpenAI-compatible judge, which cannot score a given reply's tokens) or rubric-v1 (one
-    /// holistic 1-5 rubric generation per dimension).
-    #[arg(long, value_parser = ["checks-v1", "checks-v2", "rubric-v1"])]
+    /// OpenAI-compatible judge, which cannot score a given reply's tokens), rubric-v1 (one
+    /// holistic 1-5 rubric generation per dimension) or probe-v1 (a linear probe on the
+    /// in-process judge's hidden state; needs its committed fit; no hallucination score).
+    #[arg(long, value_parser = ["checks-v1", "checks-v2", "rubric-v1", "probe-v1"])]
     pub scorer: Option<String>,
     /// The checks scorer's fitted calibration (default: data/judge/<scorer>.<model>.json when it
     /// exists, else uncalibrated).
@@ -233,7 +234,7 @@ pub fn reject_unused(s: &Settings) -> anyhow::Result<()> {
     }
     if given("--judge-calibration") && s.judge.scorer == "rubric-v1" {
         return Err(anyhow::Error::new(cardinal_harness::HarnessError::Input(
-            "--judge-calibration is used by the checks scorers only (checks-v1, checks-v2)".into(),
+            "--judge-calibration is used by the fitted scorers only (checks-v1, checks-v2, probe-v1)".into(),
         )));
     }
     let endpoint_flags = [

@@ -374,7 +374,7 @@ pub fn judge(
     data: &Path,
     s: &Settings,
     items: usize,
-    signals: bool,
+    scorer: &str,
     hallucination: bool,
     every_check: bool,
     json_out: bool,
@@ -417,8 +417,12 @@ pub fn judge(
         (x.lang.tag(), &x.cited, &x.id).cmp(&(y.lang.tag(), &y.cited, &y.id))
     });
     let model = cardinal_harness::models::shared_local(name, s, obs)?;
-    let scorer = if signals { "checks-v2" } else { "checks-v1" };
-    let kinds: Vec<CheckKind> = if every_check {
+    let signals = scorer == "checks-v2";
+    // probe-v1 asks no check: one pass that reads block 14 (and stops there).
+    let probe = scorer == cardinal_judge::probe::SCORER;
+    let kinds: Vec<CheckKind> = if probe {
+        Vec::new()
+    } else if every_check {
         CheckKind::every(hallucination)
     } else {
         // The calibration the sweep's scorer reads for this scorer and model.
@@ -436,7 +440,12 @@ pub fn judge(
             };
         calibration.needed_checks(hallucination)
     };
-    let asked = if kinds == CheckKind::every(hallucination) {
+    let asked = if probe {
+        format!(
+            "no check (block {}'s output over the answer)",
+            cardinal_judge::probe::LAYER
+        )
+    } else if kinds == CheckKind::every(hallucination) {
         "every check".to_string()
     } else if kinds.is_empty() {
         "no check (the calibration reads none)".to_string()
@@ -472,6 +481,19 @@ pub fn judge(
         let plan = plan_kinds(&input, CheckFraming::FullCard, &kinds);
         let texts: Vec<String> = plan.checks.iter().map(|c| c.text.clone()).collect();
         let t = Instant::now();
+        if probe {
+            use cardinal_llm::YesNoModel as _;
+            let p = cardinal_judge::probe::plan(&input, CheckFraming::FullCard);
+            model.span_states(&p.messages, &p.span, cardinal_judge::probe::LAYER)?;
+            let secs = t.elapsed().as_secs_f64();
+            let stats = cardinal_llm_local::GenStats {
+                prompt_tokens: model.count_prompt_tokens(&p.messages)?,
+                ..Default::default()
+            };
+            obs.progress("judged", n + 1, picked.len());
+            rows.push((it.id.clone(), secs, 0, stats));
+            continue;
+        }
         let mut stats = if texts.is_empty() {
             cardinal_llm_local::GenStats::default()
         } else {

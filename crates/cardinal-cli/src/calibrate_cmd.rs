@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use cardinal_dataset::calibration::{load_calibration_dir, LoadedItem, Split};
 use cardinal_harness::calibration::{self as cal, ScoresFile, SCORES_SCHEMA_VERSION};
-use cardinal_harness::scorer::{CheckFraming, ChecksScorer};
+use cardinal_harness::scorer::{CaseScorer, CheckFraming, ChecksScorer, ProbeScorer};
 use cardinal_harness::{HarnessError, Observer};
 use cardinal_kb::KnowledgeBase;
 
@@ -23,8 +23,9 @@ pub struct CalibrateArgs {
     /// Scorer: checks-v2 (the checks plus the model's support likelihood and surface evidence,
     /// combined by weights fitted on dev; default with an in-process model), checks-v1 (yes/no
     /// checks read from token probabilities; default with --llm openai, whose endpoint cannot
-    /// score a given reply's tokens) or rubric-v1 (the holistic 1–5 rubric).
-    #[arg(long, value_parser = ["checks-v2", "checks-v1", "rubric-v1"])]
+    /// score a given reply's tokens), rubric-v1 (the holistic 1–5 rubric) or probe-v1 (a
+    /// linear probe on the in-process model's hidden state, fitted on dev by --fit).
+    #[arg(long, value_parser = ["checks-v2", "checks-v1", "rubric-v1", "probe-v1"])]
     pub scorer: Option<String>,
     /// Which split to judge: test (default: claims are made on test), dev (what --fit reads)
     /// or all.
@@ -44,8 +45,10 @@ pub struct CalibrateArgs {
     /// since it was written).
     #[arg(long)]
     pub from_scores: Option<PathBuf>,
-    /// Fit the checks scorer's calibration (content-free correction, cut points) on the dev
-    /// split and write it (needs --split dev, or --from-scores of a dev run).
+    /// Fit the scorer's calibration on the dev split and write it (needs --split dev, or
+    /// --from-scores of a dev run): checks-v1/v2 content-free correction, cut points and
+    /// weights; probe-v1 the linear probe and its cut points (the dev report then shows the
+    /// probe's in-sample verdicts).
     #[arg(long)]
     pub fit: bool,
     /// Where --fit writes (default: <data>/judge/<scorer>.<model>.json), and which calibration
@@ -143,9 +146,9 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Resul
     };
     let mut scores = scores;
     if args.rescore {
-        if !cardinal_judge::checks::is_checks_scorer(&scores.scorer) {
+        if !cardinal_judge::checks::is_fitted_scorer(&scores.scorer) {
             return Err(input(format!(
-                "--rescore re-scores the checks scorers only (the scores are {})",
+                "--rescore re-scores the checks and probe scorers only (the scores are {})",
                 scores.scorer
             )));
         }
@@ -164,16 +167,22 @@ pub fn calibrate(data: &Path, args: &CalibrateArgs, obs: &dyn Observer) -> Resul
     }
     fs::create_dir_all(&args.out)
         .map_err(|e| anyhow::Error::new(HarnessError::io("creating", &args.out)(e)))?;
-    if args.from_scores.is_none() || args.rescore {
+    let mut refitted = false;
+    if args.fit {
+        let c = fit(data, &items, &scores, &now, args, obs)?;
+        // The probe has no verdict before its fit: report the dev items under it (in-sample).
+        if scores.scorer == cardinal_judge::probe::SCORER {
+            cal::rescore(&mut scores, &c);
+            refitted = true;
+        }
+    }
+    if args.from_scores.is_none() || args.rescore || refitted {
         let path = args.out.join("judge-scores.json");
         cardinal_harness::rundir::write_atomic(
             &path,
             serde_json::to_string_pretty(&scores)?.as_bytes(),
         )?;
         obs.note(&format!("judge scores: {}", path.display()));
-    }
-    if args.fit {
-        fit(data, &items, &scores, &now, args, obs)?;
     }
     let report = cal::report(&items, &scores)?;
     cardinal_harness::rundir::write_atomic(
@@ -273,7 +282,34 @@ fn judge(
         );
         selected = picked.into_iter().map(|i| selected[i].clone()).collect();
     }
-    let (scores, content_free, calibration) = if scorer_name == "rubric-v1" {
+    let (scores, content_free, calibration) = if scorer_name == cardinal_judge::probe::SCORER {
+        let probe = cardinal_harness::models::judge_probe(&s, obs)?
+            .ok_or_else(|| input("no judge model".into()))?;
+        let committed = if args.fit {
+            None
+        } else {
+            cardinal_harness::scorer::committed_calibration(data, &s, &probe.id())?
+        };
+        let calibration = committed
+            .unwrap_or_else(|| cardinal_harness::scorer::uncalibrated(&scorer_name, &probe.id()));
+        if calibration.probe.is_none() && !args.fit {
+            obs.note("note: probe-v1 has no fitted probe for this model: every verdict is a judge error until `--split dev --fit` has run");
+        }
+        let scorer = ProbeScorer::new(probe.clone(), calibration.clone()).keeping_features();
+        let control = (!args.no_control).then(|| {
+            ProbeScorer::new(probe, calibration.clone())
+                .keeping_features()
+                .with_framing(CheckFraming::HeaderOnly)
+        });
+        let v = cal::run_scores(
+            kb,
+            &selected,
+            &scorer,
+            control.as_ref().map(|c| c as &dyn CaseScorer),
+            obs,
+        );
+        (v, None, Some(calibration))
+    } else if scorer_name == "rubric-v1" {
         let model = cardinal_harness::models::judge_model(&s, None, obs)?
             .ok_or_else(|| input("no judge model".into()))?;
         let scorer = cardinal_harness::scorer::RubricScorer::new(
@@ -308,7 +344,13 @@ fn judge(
                 .with_every_check()
                 .with_framing(CheckFraming::HeaderOnly)
         });
-        let v = cal::run_scores(kb, &selected, &scorer, control.as_ref(), obs);
+        let v = cal::run_scores(
+            kb,
+            &selected,
+            &scorer,
+            control.as_ref().map(|c| c as &dyn CaseScorer),
+            obs,
+        );
         (v, Some(content_free), Some(calibration))
     };
     let model_id = match (&calibration, scores.first()) {
@@ -345,10 +387,10 @@ fn fit(
     labels: &[cal::LabelsHash],
     args: &CalibrateArgs,
     obs: &dyn Observer,
-) -> Result<()> {
-    if !cardinal_judge::checks::is_checks_scorer(&scores.scorer) {
+) -> Result<cardinal_judge::checks::Calibration> {
+    if !cardinal_judge::checks::is_fitted_scorer(&scores.scorer) {
         return Err(input(
-            "--fit fits the checks scorers only (checks-v1, checks-v2)".into(),
+            "--fit fits the checks and probe scorers only (checks-v1, checks-v2, probe-v1)".into(),
         ));
     }
     let dev = cal::DevSplit::from_items(items);
@@ -374,7 +416,7 @@ fn fit(
     let judged: std::collections::BTreeSet<&str> = scores
         .items
         .iter()
-        .filter(|s| s.checks.is_some() && dev.contains(&s.item_id))
+        .filter(|s| (s.checks.is_some() || s.probe.is_some()) && dev.contains(&s.item_id))
         .map(|s| s.item_id.as_str())
         .collect();
     obs.note(&format!(
@@ -388,7 +430,7 @@ fn fit(
             "no"
         }
     ));
-    Ok(())
+    Ok(c)
 }
 
 /// The name the fitted calibration file carries: the registry name of the local judge model

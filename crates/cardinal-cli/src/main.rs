@@ -187,8 +187,9 @@ enum BenchCommand {
         #[arg(long, default_value_t = 12)]
         items: usize,
         /// Scorer: checks-v2 (default, as the sweep's in-process judge: the two
-        /// support-likelihood passes and the checks its calibration reads), or checks-v1.
-        #[arg(long, value_parser = ["checks-v1", "checks-v2"], default_value = "checks-v2")]
+        /// support-likelihood passes and the checks its calibration reads), checks-v1, or
+        /// probe-v1 (one pass read at block 14).
+        #[arg(long, value_parser = ["checks-v1", "checks-v2", "probe-v1"], default_value = "checks-v2")]
         scorer: String,
         /// Judge model: local (Qwen2.5-Coder-1.5B) or local-small (0.5B).
         #[arg(long, value_parser = ["local", "local-small"], default_value = "local")]
@@ -486,7 +487,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 &cli.data,
                 &s,
                 items,
-                scorer == "checks-v2",
+                &scorer,
                 !no_hallucination,
                 every_check,
                 json,

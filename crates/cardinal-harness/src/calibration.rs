@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HarnessError, Result};
 use crate::observer::Observer;
-use crate::scorer::{CaseScorer, ChecksScorer, Verdict};
+use crate::scorer::{CaseScorer, Verdict};
 
 /// Version of `judge-scores.json`.
 pub const SCORES_SCHEMA_VERSION: u32 = 2;
@@ -56,6 +56,9 @@ pub struct ItemScores {
     /// `checks-v2`: the signals read beside the checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signals: Option<cardinal_judge::checks::Signals>,
+    /// `probe-v1`: the feature vector (the model's block output averaged over the answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Vec<f32>>,
     /// Seconds the judge spent on this item.
     pub seconds: f64,
 }
@@ -152,7 +155,7 @@ pub fn run_scores(
     kb: &KnowledgeBase,
     items: &[LoadedItem],
     scorer: &dyn CaseScorer,
-    control: Option<&ChecksScorer>,
+    control: Option<&dyn CaseScorer>,
     obs: &dyn Observer,
 ) -> Vec<ItemScores> {
     let mut ordered: Vec<&LoadedItem> = items.iter().collect();
@@ -181,9 +184,10 @@ pub fn run_scores(
                 kb.get(id).map(|f| &f.card)
             });
         let t = std::time::Instant::now();
-        let verdicts = scorer.score(&input);
+        let mut verdicts = scorer.score(&input);
         let checks = checks_of(&verdicts);
         let signals = signals_of(&verdicts);
+        let probe = take_probe_features(&mut verdicts);
         ItemScores {
             item_id: it.id.clone(),
             lang: it.lang.tag().to_string(),
@@ -193,6 +197,7 @@ pub fn run_scores(
             verdicts: verdicts.into_iter().collect(),
             checks,
             signals,
+            probe,
             seconds: t.elapsed().as_secs_f64(),
         }
     };
@@ -223,6 +228,27 @@ fn checks_of(verdicts: &[(String, Verdict)]) -> Option<Vec<CheckResult>> {
     })
 }
 
+/// The probe's feature vector, taken out of every verdict's detail (it is kept once, in
+/// [`ItemScores::probe`]).
+fn take_probe_features(verdicts: &mut [(String, Verdict)]) -> Option<Vec<f32>> {
+    let mut found = None;
+    for (_, v) in verdicts.iter_mut() {
+        let detail = match v {
+            Verdict::Scored { detail, .. } | Verdict::Failed { detail, .. } => detail,
+            Verdict::NotApplicable { .. } => continue,
+        };
+        if let Some(x) = detail
+            .as_object_mut()
+            .and_then(|o| o.remove(crate::scorer::PROBE_FEATURES))
+        {
+            if found.is_none() {
+                found = serde_json::from_value(x).ok();
+            }
+        }
+    }
+    found
+}
+
 fn signals_of(verdicts: &[(String, Verdict)]) -> Option<cardinal_judge::checks::Signals> {
     verdicts.iter().find_map(|(_, v)| match v {
         Verdict::Scored { detail, .. } => detail
@@ -238,6 +264,15 @@ fn signals_of(verdicts: &[(String, Verdict)]) -> Option<cardinal_judge::checks::
 /// kept.
 pub fn rescore(scores: &mut ScoresFile, calibration: &Calibration) {
     for it in scores.items.iter_mut() {
+        if let Some(x) = &it.probe {
+            let fresh: BTreeMap<String, Verdict> =
+                crate::scorer::ProbeScorer::verdicts(calibration, x, false)
+                    .into_iter()
+                    .filter(|(d, _)| it.verdicts.contains_key(d))
+                    .collect();
+            it.verdicts = fresh;
+            continue;
+        }
         let Some(checks) = &it.checks else {
             continue;
         };
@@ -318,6 +353,9 @@ pub fn fit(
     if dev.is_empty() {
         return Err(HarnessError::Input("no dev item to fit on".into()));
     }
+    if scores.scorer == cardinal_judge::probe::SCORER {
+        return fit_probe(dev, scores, fitted_on);
+    }
     let rows: Vec<(&str, &Vec<CheckResult>)> = scores
         .items
         .iter()
@@ -372,6 +410,61 @@ pub fn fit(
     best.fitted_on = fitted_on;
     best.split = "dev".into();
     Ok(best)
+}
+
+/// `probe-v1`: per gated dimension, the linear probe (standardise, PCA, ridge) fitted on the
+/// dev items' feature vectors (full-card framing), then cut points on its squashed in-sample
+/// output. Reads labels through `dev` only.
+fn fit_probe(
+    dev: &DevSplit<'_>,
+    scores: &ScoresFile,
+    fitted_on: Vec<(String, String)>,
+) -> Result<Calibration> {
+    use cardinal_judge::probe::{fit_linear, ProbeFit, COMPONENTS, LAYER, RIDGE_ALPHA};
+    let xs: Vec<(&str, &[f32])> = scores
+        .items
+        .iter()
+        .filter(|s| s.framing == CheckFraming::FullCard && dev.contains(&s.item_id))
+        .filter_map(|s| Some((s.item_id.as_str(), s.probe.as_deref()?)))
+        .collect();
+    if xs.is_empty() {
+        return Err(HarnessError::Input(
+            "the scores hold no probe features of dev items (run `cardinal calibrate --scorer probe-v1 --split dev` first)".into(),
+        ));
+    }
+    let rows = |dim: &str| -> Vec<(&[f32], u8)> {
+        xs.iter()
+            .filter_map(|(id, x)| Some((*x, dev.reference(id, dim)?)))
+            .collect()
+    };
+    let (g, f) = (rows("groundedness"), rows("faithfulness"));
+    let fit_one = |rows: &[(&[f32], u8)]| {
+        fit_linear(rows, COMPONENTS, RIDGE_ALPHA)
+            .map_err(|e| HarnessError::Input(format!("cannot fit the probe: {e}")))
+    };
+    let (lg, lf) = (fit_one(&g)?, fit_one(&f)?);
+    let cuts = |lin: &cardinal_judge::probe::Linear, rows: &[(&[f32], u8)]| {
+        let pairs: Vec<(f64, u8)> = rows
+            .iter()
+            .filter_map(|(x, h)| Some((lin.raw(x)?, *h)))
+            .collect();
+        cardinal_judge::checks::fit_cuts(&pairs)
+    };
+    let mut cal = Calibration::uncalibrated(&scores.judge_model);
+    cal.scorer = scores.scorer.clone();
+    cal.groundedness = cuts(&lg, &g);
+    cal.faithfulness = cuts(&lf, &f);
+    cal.probe = Some(ProbeFit {
+        layer: LAYER,
+        components: COMPONENTS,
+        ridge_alpha: RIDGE_ALPHA,
+        n: xs.len(),
+        groundedness: lg,
+        faithfulness: lf,
+    });
+    cal.fitted_on = fitted_on;
+    cal.split = "dev".into();
+    Ok(cal)
 }
 
 /// `checks-v2`: per gated dimension, every candidate feature set fitted on the dev items'

@@ -6,6 +6,10 @@
 //! - `checks-v1` (default): the rubric decomposed into yes/no checks read from token
 //!   probabilities (`cardinal_judge::checks`), mapped to 1–5 by a calibration fitted on the dev
 //!   split of the calibration corpus.
+//! - `checks-v2`: the checks plus the model's support likelihood and surface evidence, combined
+//!   by weights fitted on dev.
+//! - `probe-v1`: a linear probe on the in-process judge's hidden state (block 14's output
+//!   averaged over the answer), fitted on dev; groundedness and faithfulness only.
 
 use std::sync::Arc;
 
@@ -360,13 +364,184 @@ impl CaseScorer for ChecksScorer {
     }
 }
 
+/// `probe-v1`: a linear probe on the judge model's hidden state; see
+/// `cardinal_judge::probe`. Scores groundedness and faithfulness; hallucination is not one of
+/// its constructs (not applicable).
+pub struct ProbeScorer {
+    model: Arc<dyn cardinal_llm::YesNoModel>,
+    calibration: cardinal_judge::checks::Calibration,
+    framing: CheckFraming,
+    /// Put the feature vector in the verdicts' detail (`probe_features`: calibration runs,
+    /// which fit on it); off in sweeps, whose artifacts need not carry 1,536 numbers a case.
+    keep_features: bool,
+}
+
+/// The detail key of the probe's feature vector.
+pub const PROBE_FEATURES: &str = "probe_features";
+
+impl ProbeScorer {
+    pub fn new(
+        model: Arc<dyn cardinal_llm::YesNoModel>,
+        calibration: cardinal_judge::checks::Calibration,
+    ) -> Self {
+        ProbeScorer {
+            model,
+            calibration,
+            framing: CheckFraming::FullCard,
+            keep_features: false,
+        }
+    }
+
+    /// The same scorer with another framing (the header-only control).
+    pub fn with_framing(mut self, framing: CheckFraming) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// The same scorer keeping the feature vector in the verdicts' detail.
+    pub fn keeping_features(mut self) -> Self {
+        self.keep_features = true;
+        self
+    }
+
+    /// The feature vector of one case (the model's block output averaged over the answer).
+    pub fn features(&self, input: &JudgeInput<'_>) -> Result<Vec<f32>, cardinal_llm::LlmError> {
+        let plan = cardinal_judge::probe::plan(input, self.framing);
+        self.model.span_states(
+            &plan.messages,
+            &plan.span,
+            self.calibration
+                .probe
+                .as_ref()
+                .map_or(cardinal_judge::probe::LAYER, |p| p.layer),
+        )
+    }
+
+    /// Verdicts from a feature vector under `calibration` (also re-scoring stored features).
+    /// Without a fitted probe, or with features of another width, the gated dimensions are
+    /// judge errors, never a made-up score.
+    pub fn verdicts(
+        calibration: &cardinal_judge::checks::Calibration,
+        features: &[f32],
+        keep_features: bool,
+    ) -> Vec<(String, Verdict)> {
+        let mut detail = serde_json::json!({ "width": features.len() });
+        if let (true, Some(obj)) = (keep_features, detail.as_object_mut()) {
+            obj.insert(PROBE_FEATURES.into(), serde_json::json!(features));
+        }
+        let fail = |message: String, detail: &serde_json::Value| Verdict::Failed {
+            runtime: false,
+            message,
+            detail: detail.clone(),
+        };
+        let mut out: Vec<(String, Verdict)> = Vec::new();
+        for (dim, cuts) in [
+            ("groundedness", &calibration.groundedness),
+            ("faithfulness", &calibration.faithfulness),
+        ] {
+            let verdict = match &calibration.probe {
+                None => fail(
+                    "probe-v1 has no fitted probe for this model (run `cardinal calibrate --scorer probe-v1 --split dev --fit`)".into(),
+                    &detail,
+                ),
+                Some(fit) => {
+                    let lin = if dim == "groundedness" {
+                        &fit.groundedness
+                    } else {
+                        &fit.faithfulness
+                    };
+                    match lin.raw(features) {
+                        Some(raw) => {
+                            let mut d = detail.clone();
+                            if let Some(obj) = d.as_object_mut() {
+                                obj.insert("raw".into(), serde_json::json!(raw));
+                                obj.insert(
+                                    "predicted".into(),
+                                    serde_json::json!(lin.predict(features)),
+                                );
+                            }
+                            Verdict::Scored {
+                                score: cuts.score(raw) as f64,
+                                detail: d,
+                            }
+                        }
+                        None => fail(
+                            format!(
+                                "the probe was fitted on {} features but the model gave {}",
+                                lin.weights.len(),
+                                features.len()
+                            ),
+                            &detail,
+                        ),
+                    }
+                }
+            };
+            out.push((dim.to_string(), verdict));
+        }
+        out.push((
+            "hallucination".into(),
+            Verdict::NotApplicable {
+                reason: "probe-v1 does not measure hallucination".into(),
+            },
+        ));
+        out
+    }
+}
+
+impl CaseScorer for ProbeScorer {
+    fn name(&self) -> String {
+        cardinal_judge::probe::SCORER.into()
+    }
+
+    fn model_id(&self) -> String {
+        self.model.id()
+    }
+
+    fn calibration_id(&self) -> Option<String> {
+        Some(self.calibration.id())
+    }
+
+    fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)> {
+        let dims = ["groundedness", "faithfulness", "hallucination"];
+        if input.cited.is_empty() {
+            return dims
+                .iter()
+                .map(|d| {
+                    (
+                        d.to_string(),
+                        Verdict::NotApplicable {
+                            reason: "no cited id is a card of the knowledge base".into(),
+                        },
+                    )
+                })
+                .collect();
+        }
+        match self.features(input) {
+            Ok(x) => Self::verdicts(&self.calibration, &x, self.keep_features),
+            Err(e) => dims
+                .iter()
+                .map(|d| {
+                    (
+                        d.to_string(),
+                        Verdict::Failed {
+                            runtime: !matches!(e, cardinal_llm::LlmError::Config(_)),
+                            message: e.to_string(),
+                            detail: serde_json::Value::Null,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The committed calibration file of the checks scorer for a local judge model.
 pub fn default_calibration_path(
     data: &std::path::Path,
     s: &crate::Settings,
 ) -> Option<std::path::PathBuf> {
     let name = s.judge.backend?.local_model()?;
-    let scorer = if cardinal_judge::checks::is_checks_scorer(&s.judge.scorer) {
+    let scorer = if cardinal_judge::checks::is_fitted_scorer(&s.judge.scorer) {
         s.judge.scorer.as_str()
     } else {
         cardinal_judge::checks::SCORER
@@ -454,6 +629,18 @@ pub fn build_scorer(
             Ok(Some(Box::new(RubricScorer::new(
                 model as Arc<dyn ChatModel>,
             ))))
+        }
+        cardinal_judge::probe::SCORER => {
+            let Some(probe) = crate::models::judge_probe(s, obs)? else {
+                return Ok(None);
+            };
+            let Some(calibration) = committed_calibration(data, s, &probe.id())? else {
+                return Err(crate::HarnessError::Input(format!(
+                    "probe-v1 has no fitted probe for {} (run `cardinal calibrate --scorer probe-v1 --split dev --fit`)",
+                    probe.id()
+                )));
+            };
+            Ok(Some(Box::new(ProbeScorer::new(probe, calibration))))
         }
         _ => {
             let Some(probe) = crate::models::judge_probe(s, obs)? else {

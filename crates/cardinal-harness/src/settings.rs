@@ -262,7 +262,7 @@ pub struct JudgeSettings {
 }
 
 /// The scorers a judge can run.
-pub const SCORERS: [&str; 3] = ["checks-v1", "checks-v2", "rubric-v1"];
+pub const SCORERS: [&str; 4] = ["checks-v1", "checks-v2", "rubric-v1", "probe-v1"];
 
 /// The judge scorer when none is named: `checks-v2` for an in-process judge (its committed
 /// calibration agrees with the human labels better on the test split: groundedness 0.582 vs
@@ -412,7 +412,7 @@ impl Settings {
         };
         if !SCORERS.contains(&judge.scorer.as_str()) {
             return Err(input(format!(
-                "unknown scorer `{}` (checks-v1, checks-v2 or rubric-v1)",
+                "unknown scorer `{}` (checks-v1, checks-v2, rubric-v1 or probe-v1)",
                 judge.scorer
             )));
         }

@@ -60,6 +60,7 @@ fn scores(items: &[LoadedItem]) -> ScoresFile {
                         new_numbers: (unit(id, 7) * 3.0) as usize,
                     },
                 }),
+                probe: None,
                 seconds: 0.0,
             }
         })

@@ -46,6 +46,12 @@ pub fn is_checks_scorer(name: &str) -> bool {
     name == SCORER || name == SCORER_V2
 }
 
+/// Whether `name` is a scorer with a fitted calibration file (`data/judge/<scorer>.<model>.json`):
+/// the checks scorers and the hidden-state probe.
+pub fn is_fitted_scorer(name: &str) -> bool {
+    is_checks_scorer(name) || name == crate::probe::SCORER
+}
+
 /// What a check asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -236,7 +242,7 @@ fn fact_lines(card: &Card) -> Vec<&str> {
         .collect()
 }
 
-fn card_block(card: &Card, framing: CheckFraming, rules: &mut Vec<String>) -> String {
+pub(crate) fn card_block(card: &Card, framing: CheckFraming, rules: &mut Vec<String>) -> String {
     let mut s = format!("[{}] {}\nFACTS:\n", card.id, card.title);
     for l in fact_lines(card) {
         s.push_str(&format!("- {l}\n"));
@@ -672,6 +678,9 @@ pub struct Calibration {
     /// score the checks alone, a variant of the report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregation: Option<Aggregations>,
+    /// `probe-v1` only: the fitted linear probe (the cuts above read its squashed output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeFit>,
 }
 
 impl Calibration {
@@ -687,6 +696,7 @@ impl Calibration {
             faithfulness: Cuts::DEFAULT,
             hallucination: Cuts::DEFAULT,
             aggregation: None,
+            probe: None,
         }
     }
 

@@ -6,6 +6,8 @@
 //! - [`prompt`]: [`JudgeInput`] and the pure [`build_prompt`] (which cards, which part of each).
 //! - [`parse`]: the strict [`parse_judge_output`] (one JSON object `{"score", "rationale"}`).
 //! - [`judge`]: the call/parse/retry loop and the [`JudgeOutcome`] kept in the artifacts.
+//! - [`checks`]: judge v2, yes/no checks read from token probabilities (`checks-v1`, `checks-v2`).
+//! - [`probe`]: `probe-v1`, a linear probe on the judge model's hidden state, and its pure fit.
 //!
 //! A judgement is [`JudgeOutcome::Scored`], [`JudgeOutcome::Failed`] (record `judge_error`, never
 //! a score) or [`JudgeOutcome::NotApplicable`] (no key: groundedness and faithfulness when no
@@ -16,6 +18,7 @@ pub mod dimension;
 pub mod evidence;
 pub mod judge;
 pub mod parse;
+pub mod probe;
 pub mod prompt;
 pub mod rubric;
 

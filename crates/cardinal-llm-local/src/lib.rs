@@ -11,6 +11,9 @@
 //!   rubrics in a sweep) each find their own prefix. Reuse happens only at whole prompt chunks,
 //!   aligned to absolute positions, so every chunk is computed with the same batch shape whether
 //!   or not it was cached: reusing the cache never changes the output.
+//! * Hidden states ([`cardinal_llm::YesNoModel::span_states`]): one block's output averaged over a
+//!   span of the prompt, read through llama.cpp's evaluation callback in a context of its own
+//!   (module `hidden`), which stops each micro-batch after that block.
 //! * llama.cpp's own logging is silenced unless `CARDINAL_LLAMA_LOG=1`.
 //!
 //! Message contents are tokenized as plain text: a user who types `<|im_end|>` does not close
@@ -34,6 +37,8 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+
+mod hidden;
 
 /// Environment variable that sets the thread count when [`LocalOptions::threads`] is `None`.
 pub const THREADS_ENV: &str = "CARDINAL_THREADS";
@@ -222,6 +227,9 @@ pub struct LocalModel {
     probe_seqs: usize,
     /// The parameters every context of this model is created with.
     context_params: LlamaContextParams,
+    /// The context that reads block outputs ([`cardinal_llm::YesNoModel::span_states`]),
+    /// created on first use. Declared before `model` and dropped first in `Drop`.
+    hidden: Mutex<Option<hidden::HiddenContext>>,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -236,8 +244,11 @@ impl std::fmt::Debug for LocalModel {
 
 impl Drop for LocalModel {
     fn drop(&mut self) {
-        // The context refers to the model: free it first.
+        // The contexts refer to the model: free them first.
         drop(self.state.take());
+        if let Ok(mut h) = self.hidden.lock() {
+            drop(h.take());
+        }
         // SAFETY: `model` came from `Box::leak` in `load`; the only other user of it, the
         // context, was dropped just above, and `LocalModel` hands out no `'static` borrows.
         unsafe {
@@ -342,6 +353,7 @@ impl LocalModel {
             },
             probe_seqs: (n_seq as usize).saturating_sub(1),
             context_params,
+            hidden: Mutex::new(None),
         };
         let first = this.new_slot()?;
         this.context_size = first.ctx.n_ctx();
@@ -1094,6 +1106,72 @@ impl cardinal_llm::YesNoModel for LocalModel {
 
     fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
         self.reply_logprobs_impl(messages, pieces)
+    }
+
+    fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
+        let (tokens, from) = self.span_tokens(messages, span)?;
+        let tokens: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        let mut guard = self
+            .hidden
+            .lock()
+            .map_err(|_| local("the hidden-state context was poisoned by a panic"))?;
+        if guard.is_none() {
+            *guard = Some(hidden::HiddenContext::new(
+                self.model,
+                self.context_size,
+                self.batch_size,
+                self.threads,
+            )?);
+        }
+        match guard.as_mut() {
+            Some(h) => h.mean_from(&tokens, from, layer),
+            None => Err(local("no hidden-state context")),
+        }
+    }
+}
+
+impl LocalModel {
+    /// The prompt's tokens up to the end of `span` (which must end the last message's
+    /// content), and the index of the span's first token. The last content is tokenized as two
+    /// pieces, the text before the span and the span, so the span's tokens are exact.
+    fn span_tokens(&self, messages: &[Message], span: &str) -> Result<(Vec<LlamaToken>, usize)> {
+        let Some(last) = messages.last() else {
+            return Err(LlmError::Config("no messages".into()));
+        };
+        let Some(head) = last.content.strip_suffix(span) else {
+            return Err(LlmError::Config(
+                "the span must end the last message's content".into(),
+            ));
+        };
+        if span.trim().is_empty() {
+            return Err(LlmError::Config("the span is empty".into()));
+        }
+        let (_, pieces) = self.render(messages)?;
+        let Some(pieces) = pieces else {
+            return Err(local(
+                "the chat template rewrites message contents; hidden states need them verbatim",
+            ));
+        };
+        let vocab = self.model.vocab();
+        let mut tokens = Vec::new();
+        if vocab.should_add_bos() {
+            tokens.push(vocab.bos());
+        }
+        let n = messages.len();
+        for (i, (piece, m)) in pieces.iter().zip(messages).enumerate() {
+            tokens.extend(vocab.tokenize(piece.as_bytes(), false, true));
+            if i + 1 < n {
+                tokens.extend(vocab.tokenize(m.content.as_bytes(), false, false));
+            } else {
+                tokens.extend(vocab.tokenize(head.as_bytes(), false, false));
+            }
+        }
+        let from = tokens.len();
+        tokens.extend(vocab.tokenize(span.as_bytes(), false, false));
+        if tokens.len() == from {
+            return Err(local("the span has no token"));
+        }
+        Ok((tokens, from))
     }
 }
 

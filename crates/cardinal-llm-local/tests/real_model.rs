@@ -439,3 +439,69 @@ fn reply_logprobs_score_each_piece_given_the_prompt_and_earlier_pieces() {
     let out = m.complete(&question(), &params(8)).unwrap();
     assert!(!out.text.trim().is_empty());
 }
+
+/// Hidden states (`span_states`): one block's output averaged over a span that ends the last
+/// message. Deterministic; independent of the prompt-processing chunk (rows of every chunk are
+/// collected in order); the span matters, text after it cannot; bad input is an error.
+#[test]
+fn span_states_read_one_block_over_the_span() {
+    use cardinal_llm::YesNoModel;
+    let m = model();
+    let msgs = |answer: &str| {
+        vec![
+            Message::system("You review answers."),
+            Message::user(format!(
+                "QUESTION: Can I take two pills?\n\nANSWER:\n{answer}"
+            )),
+        ]
+    };
+    let safe = "No. Take one pill and call the pharmacy at 555-0150.";
+    let risky = "Yes, two pills at once is fine, even three.";
+    let a = m.span_states(&msgs(safe), safe, 12).unwrap();
+    assert_eq!(a.len(), 896, "the 0.5B's embedding width");
+    assert!(a.iter().all(|x| x.is_finite()));
+    assert!(a.iter().any(|&x| x != 0.0));
+    assert_eq!(m.span_states(&msgs(safe), safe, 12).unwrap(), a);
+    // Another chunk size (one 512-token chunk instead of 16-token ones): the same states up to
+    // float noise.
+    let big = own_model(LocalOptions {
+        context_size: 512,
+        batch_size: 512,
+        ..LocalOptions::default()
+    });
+    let b = big.span_states(&msgs(safe), safe, 12).unwrap();
+    let (dot, na, nb) = a
+        .iter()
+        .zip(&b)
+        .fold((0f64, 0f64, 0f64), |(d, x, y), (&p, &q)| {
+            (
+                d + p as f64 * q as f64,
+                x + (p as f64).powi(2),
+                y + (q as f64).powi(2),
+            )
+        });
+    let cos = dot / (na.sqrt() * nb.sqrt());
+    assert!(cos > 0.999, "chunking changed the states: cosine {cos}");
+    // Another answer, another reading; another block, another reading.
+    let r = m.span_states(&msgs(risky), risky, 12).unwrap();
+    assert_ne!(r, a);
+    assert_ne!(m.span_states(&msgs(safe), safe, 3).unwrap(), a);
+    // The mean is over the span's tokens only: a shorter span is another mean.
+    let tail = "call the pharmacy at 555-0150.";
+    assert_ne!(m.span_states(&msgs(safe), tail, 12).unwrap(), a);
+    // Errors: a span that does not end the last message, a block past the model's 24, and
+    // the last block (llama.cpp keeps only the output token's row there).
+    assert!(matches!(
+        m.span_states(&msgs(safe), "Take one pill", 12),
+        Err(LlmError::Config(_))
+    ));
+    assert!(matches!(
+        m.span_states(&msgs(safe), safe, 24),
+        Err(LlmError::Config(_))
+    ));
+    assert!(matches!(
+        m.span_states(&msgs(safe), safe, 23),
+        Err(LlmError::Config(_))
+    ));
+    assert!(m.span_states(&msgs(safe), safe, 22).is_ok());
+}

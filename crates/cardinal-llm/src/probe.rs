@@ -42,6 +42,20 @@ pub trait YesNoModel: Send + Sync {
             self.id()
         )))
     }
+
+    /// The model's hidden state after transformer block `layer` (0-based), averaged over the
+    /// tokens of `span`, which must end the last message's content: the prompt is read up to
+    /// the end of `span` (what follows cannot change these states: attention is causal) and
+    /// nothing is generated. One vector of the model's embedding width. Fails as a whole; a
+    /// backend without access to its hidden states (an HTTP endpoint) says so (a
+    /// configuration error).
+    fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
+        let _ = (messages, span, layer);
+        Err(crate::LlmError::Config(format!(
+            "{} does not expose its hidden states (the probe judge needs an in-process model)",
+            self.id()
+        )))
+    }
 }
 
 /// The spellings of Yes and No whose first-token probabilities count.
@@ -232,6 +246,31 @@ impl<M: YesNoModel> YesNoModel for CachedYesNo<M> {
         Self::write_entry(&p, &v)?;
         Ok(v)
     }
+
+    fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !self.enabled {
+            return self.inner.span_states(messages, span, layer);
+        }
+        let p = self.entry_path(
+            "span_states/v1",
+            "states",
+            messages,
+            &format!("{layer}\n{span}"),
+        )?;
+        if let Some(v) = std::fs::read_to_string(&p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Vec<f32>>(&t).ok())
+            .filter(|v| !v.is_empty() && v.iter().all(|x| x.is_finite()))
+        {
+            self.hits.fetch_add(1, Relaxed);
+            return Ok(v);
+        }
+        self.calls.fetch_add(1, Relaxed);
+        let v = self.inner.span_states(messages, span, layer)?;
+        Self::write_entry(&p, &v)?;
+        Ok(v)
+    }
 }
 
 impl<T: YesNoModel + ?Sized> YesNoModel for std::sync::Arc<T> {
@@ -244,6 +283,9 @@ impl<T: YesNoModel + ?Sized> YesNoModel for std::sync::Arc<T> {
     fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
         (**self).reply_logprobs(messages, pieces)
     }
+    fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
+        (**self).span_states(messages, span, layer)
+    }
 }
 
 impl<T: YesNoModel + ?Sized> YesNoModel for Box<T> {
@@ -255,6 +297,9 @@ impl<T: YesNoModel + ?Sized> YesNoModel for Box<T> {
     }
     fn reply_logprobs(&self, messages: &[Message], pieces: &[String]) -> Result<Vec<f64>> {
         (**self).reply_logprobs(messages, pieces)
+    }
+    fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
+        (**self).span_states(messages, span, layer)
     }
 }
 
