@@ -325,19 +325,8 @@ impl CaseScorer for ChecksScorer {
     }
 
     fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)> {
-        let dims = ["groundedness", "faithfulness", "hallucination"];
         if input.cited.is_empty() {
-            return dims
-                .iter()
-                .map(|d| {
-                    (
-                        d.to_string(),
-                        Verdict::NotApplicable {
-                            reason: "no cited id is a card of the knowledge base".into(),
-                        },
-                    )
-                })
-                .collect();
+            return nothing_cited();
         }
         match self.run_checks(input) {
             Ok((plan, results, signals)) => Self::verdicts(
@@ -347,19 +336,7 @@ impl CaseScorer for ChecksScorer {
                 &results,
                 signals.as_ref(),
             ),
-            Err(e) => dims
-                .iter()
-                .map(|d| {
-                    (
-                        d.to_string(),
-                        Verdict::Failed {
-                            runtime: !matches!(e, cardinal_llm::LlmError::Malformed { .. }),
-                            message: e.to_string(),
-                            detail: serde_json::Value::Null,
-                        },
-                    )
-                })
-                .collect(),
+            Err(e) => failed_all(&e, !matches!(e, cardinal_llm::LlmError::Malformed { .. })),
         }
     }
 }
@@ -502,37 +479,50 @@ impl CaseScorer for ProbeScorer {
     }
 
     fn score(&self, input: &JudgeInput<'_>) -> Vec<(String, Verdict)> {
-        let dims = ["groundedness", "faithfulness", "hallucination"];
         if input.cited.is_empty() {
-            return dims
-                .iter()
-                .map(|d| {
-                    (
-                        d.to_string(),
-                        Verdict::NotApplicable {
-                            reason: "no cited id is a card of the knowledge base".into(),
-                        },
-                    )
-                })
-                .collect();
+            return nothing_cited();
         }
         match self.features(input) {
             Ok(x) => Self::verdicts(&self.calibration, &x, self.keep_features),
-            Err(e) => dims
-                .iter()
-                .map(|d| {
-                    (
-                        d.to_string(),
-                        Verdict::Failed {
-                            runtime: !matches!(e, cardinal_llm::LlmError::Config(_)),
-                            message: e.to_string(),
-                            detail: serde_json::Value::Null,
-                        },
-                    )
-                })
-                .collect(),
+            Err(e) => failed_all(&e, !matches!(e, cardinal_llm::LlmError::Config(_))),
         }
     }
+}
+
+/// The three dimensions, in a scorer's order.
+const DIMENSIONS: [&str; 3] = ["groundedness", "faithfulness", "hallucination"];
+
+/// Every dimension not applicable: nothing cited is a card.
+fn nothing_cited() -> Vec<(String, Verdict)> {
+    DIMENSIONS
+        .iter()
+        .map(|d| {
+            (
+                d.to_string(),
+                Verdict::NotApplicable {
+                    reason: "no cited id is a card of the knowledge base".into(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Every dimension a judge error from the model's error (`runtime`: the model or endpoint
+/// could not be used, as opposed to an unreadable reply).
+fn failed_all(e: &cardinal_llm::LlmError, runtime: bool) -> Vec<(String, Verdict)> {
+    DIMENSIONS
+        .iter()
+        .map(|d| {
+            (
+                d.to_string(),
+                Verdict::Failed {
+                    runtime,
+                    message: e.to_string(),
+                    detail: serde_json::Value::Null,
+                },
+            )
+        })
+        .collect()
 }
 
 /// The committed calibration file of the checks scorer for a local judge model.
