@@ -283,15 +283,7 @@ fn judge(
         selected = picked.into_iter().map(|i| selected[i].clone()).collect();
     }
     let (scores, content_free, calibration) = if scorer_name == cardinal_judge::probe::SCORER {
-        let probe = cardinal_harness::models::judge_probe(&s, obs)?
-            .ok_or_else(|| input("no judge model".into()))?;
-        let committed = if args.fit {
-            None
-        } else {
-            cardinal_harness::scorer::committed_calibration(data, &s, &probe.id())?
-        };
-        let calibration = committed
-            .unwrap_or_else(|| cardinal_harness::scorer::uncalibrated(&scorer_name, &probe.id()));
+        let (probe, calibration) = judge_and_calibration(data, &s, args, &scorer_name, obs)?;
         if calibration.probe.is_none() && !args.fit {
             obs.note("note: probe-v1 has no fitted probe for this model: every verdict is a judge error until `--split dev --fit` has run");
         }
@@ -322,16 +314,7 @@ fn judge(
         let v = cal::run_scores(kb, &selected, &scorer, None, obs);
         (v, None, None)
     } else {
-        let probe = cardinal_harness::models::judge_probe(&s, obs)?
-            .ok_or_else(|| input("no judge model".into()))?;
-        // --fit starts from no fit (and leaves s.judge.calibration unset: it names the output).
-        let committed = if args.fit {
-            None
-        } else {
-            cardinal_harness::scorer::committed_calibration(data, &s, &probe.id())?
-        };
-        let calibration = committed
-            .unwrap_or_else(|| cardinal_harness::scorer::uncalibrated(&scorer_name, &probe.id()));
+        let (probe, calibration) = judge_and_calibration(data, &s, args, &scorer_name, obs)?;
         let content_free = cal::measure_content_free(&probe)?;
         // Every check is asked, also those the calibration gives no weight: the report scores
         // each variant (checks only, every dev-fitted candidate) from the same checks.
@@ -378,6 +361,31 @@ fn judge(
         calibration,
         items: scores,
     })
+}
+
+/// The in-process (or endpoint) judge of a fitted scorer and the calibration it starts from:
+/// the committed one (or --calibration), none with --fit (which starts from no fit and leaves
+/// `s.judge.calibration` unset: it names the output).
+fn judge_and_calibration(
+    data: &Path,
+    s: &cardinal_harness::Settings,
+    args: &CalibrateArgs,
+    scorer_name: &str,
+    obs: &dyn Observer,
+) -> Result<(
+    std::sync::Arc<dyn cardinal_llm::YesNoModel>,
+    cardinal_judge::checks::Calibration,
+)> {
+    let probe = cardinal_harness::models::judge_probe(s, obs)?
+        .ok_or_else(|| input("no judge model".into()))?;
+    let committed = if args.fit {
+        None
+    } else {
+        cardinal_harness::scorer::committed_calibration(data, s, &probe.id())?
+    };
+    let calibration = committed
+        .unwrap_or_else(|| cardinal_harness::scorer::uncalibrated(scorer_name, &probe.id()));
+    Ok((probe, calibration))
 }
 
 fn fit(
