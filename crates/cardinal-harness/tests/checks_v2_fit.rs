@@ -3,18 +3,14 @@
 //! the other end of the scale, and they change when dev labels are (so the comparison can fail).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use cardinal_dataset::calibration::{load_calibration_dir, LoadedItem, Split};
+mod common;
+
+use cardinal_dataset::calibration::{LoadedItem, Split};
 use cardinal_harness::calibration::{fit, DevSplit, ItemScores, ScoresFile};
 use cardinal_judge::checks::{CheckFraming, CheckKind, CheckResult, Signals, SCORER_V2};
 use cardinal_judge::evidence::Evidence;
-
-/// A deterministic number in [0, 1) from an item id and a salt.
-fn unit(id: &str, salt: u64) -> f64 {
-    let h = cardinal_digest::sha256_hex(format!("{salt}:{id}"));
-    u64::from_str_radix(&h[..12], 16).unwrap() as f64 / (1u64 << 48) as f64
-}
+use common::{corpus, flipped, unit};
 
 fn scores(items: &[LoadedItem]) -> ScoresFile {
     let items = items
@@ -79,28 +75,9 @@ fn scores(items: &[LoadedItem]) -> ScoresFile {
 }
 
 /// Every label of the `split` items flipped (s → 6 − s), adjudications included.
-fn flipped(items: &[LoadedItem], split: Split) -> Vec<LoadedItem> {
-    let mut out = items.to_vec();
-    for li in out.iter_mut().filter(|li| li.item.split == split) {
-        let l = &mut li.item.labels;
-        l.groundedness.score = 6 - l.groundedness.score;
-        l.faithfulness.score = 6 - l.faithfulness.score;
-        if let Some(a) = li.item.adjudicated.as_mut() {
-            for adj in [a.groundedness.as_mut(), a.faithfulness.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                adj.score = 6 - adj.score;
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn the_v2_fit_never_reads_a_test_label() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/calibration");
-    let (all, _) = load_calibration_dir(&dir).unwrap();
+    let all = corpus();
     // Every test item and a quarter of the dev items (the leave-one-out selection is cubic in
     // the dev items; a quarter keeps this quick and still fits on dozens).
     let items: Vec<LoadedItem> = all

@@ -7,17 +7,19 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use cardinal_dataset::calibration::{load_calibration_dir, LoadedItem, Split};
+mod common;
+
+use cardinal_dataset::calibration::{LoadedItem, Split};
 use cardinal_harness::calibration::{fit, rescore, DevSplit, ItemScores, ScoresFile};
 use cardinal_harness::scorer::{CaseScorer, ProbeScorer, Verdict};
 use cardinal_judge::checks::{Calibration, CheckFraming};
 use cardinal_judge::JudgeInput;
 use cardinal_llm::{LlmError, Message, YesNo, YesNoModel};
+use common::{corpus, flipped};
 
 /// A deterministic number in [-0.5, 0.5) from an item id and a salt.
 fn noise(id: &str, salt: u64) -> f32 {
-    let h = cardinal_digest::sha256_hex(format!("{salt}:{id}"));
-    (u64::from_str_radix(&h[..12], 16).unwrap() as f64 / (1u64 << 48) as f64 - 0.5) as f32
+    (common::unit(id, salt) - 0.5) as f32
 }
 
 /// 64 features: features 0-11 carry the faithfulness label, 12-23 the groundedness label
@@ -73,29 +75,6 @@ fn scores(items: &[LoadedItem]) -> ScoresFile {
             })
             .collect(),
     }
-}
-
-fn flipped(items: &[LoadedItem], split: Split) -> Vec<LoadedItem> {
-    let mut out = items.to_vec();
-    for li in out.iter_mut().filter(|li| li.item.split == split) {
-        let l = &mut li.item.labels;
-        l.groundedness.score = 6 - l.groundedness.score;
-        l.faithfulness.score = 6 - l.faithfulness.score;
-        if let Some(a) = li.item.adjudicated.as_mut() {
-            for adj in [a.groundedness.as_mut(), a.faithfulness.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                adj.score = 6 - adj.score;
-            }
-        }
-    }
-    out
-}
-
-fn corpus() -> Vec<LoadedItem> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/calibration");
-    load_calibration_dir(&dir).unwrap().0
 }
 
 #[test]
