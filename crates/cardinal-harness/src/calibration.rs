@@ -148,6 +148,11 @@ pub fn select_split(items: &[LoadedItem], split: Option<Split>) -> Vec<LoadedIte
         .collect()
 }
 
+/// What the run's median judge time is (and is not): judgements served from the response or
+/// reading cache take no time, so it is no speed figure.
+const JUDGE_TIME_NOTE: &str =
+    " (wall time of this run, cached judgements included; speed: `cardinal bench judge`)";
+
 /// Judge every item of `items` (ordered by language and cited cards so consecutive prompts
 /// share their prefix), plus the header-only control on rule-violation items when `scorer`
 /// can be reframed (`control`).
@@ -842,7 +847,9 @@ pub fn render_markdown(r: &CalibrationReport) -> String {
         GATED_DIMENSIONS.join(", ")
     ));
     if let Some(t) = r.seconds_per_item {
-        s.push_str(&format!("- judge time: median {t:.1} s per item\n"));
+        s.push_str(&format!(
+            "- judge time: median {t:.1} s per item{JUDGE_TIME_NOTE}\n"
+        ));
     }
     s.push_str("\n## Gate\n\n");
     for g in &r.gate {
@@ -977,7 +984,9 @@ pub fn render_terminal(r: &CalibrationReport) -> String {
         ));
     }
     if let Some(t) = r.seconds_per_item {
-        s.push_str(&format!("judge time: median {t:.1} s per item\n"));
+        s.push_str(&format!(
+            "judge time: median {t:.1} s per item{JUDGE_TIME_NOTE}\n"
+        ));
     }
     s
 }
