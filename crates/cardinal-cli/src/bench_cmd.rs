@@ -459,12 +459,17 @@ pub fn judge(
                 .join(" + ")
         )
     };
+    // The probe has no hallucination construct: say so instead of "on"/"off".
+    let hallucination_checks = match (probe, hallucination) {
+        (true, _) => "not scored",
+        (false, true) => "on",
+        (false, false) => "off",
+    };
     obs.note(&format!(
-        "bench judge: {scorer} {} on {} dev items, {} threads, hallucination checks {}, asking {asked}",
+        "bench judge: {scorer} {} on {} dev items, {} threads, hallucination checks {hallucination_checks}, asking {asked}",
         model.id(),
         picked.len(),
         model.threads(),
-        if hallucination { "on" } else { "off" }
     ));
     let mut rows = Vec::with_capacity(picked.len());
     for (n, &i) in picked.iter().enumerate() {
@@ -538,11 +543,10 @@ pub fn judge(
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "judge {scorer} {} ({} threads), {} dev items, hallucination checks {}, asking {asked}",
+            "judge {scorer} {} ({} threads), {} dev items, hallucination checks {hallucination_checks}, asking {asked}",
             model.id(),
             model.threads(),
             rows.len(),
-            if hallucination { "on" } else { "off" }
         );
         println!(
             "seconds per case: median {:.1}, p90 {:.1}, mean {:.1} (target <= 15)",
