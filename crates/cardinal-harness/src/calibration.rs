@@ -148,11 +148,6 @@ pub fn select_split(items: &[LoadedItem], split: Option<Split>) -> Vec<LoadedIte
         .collect()
 }
 
-/// What the run's median judge time is (and is not): judgements served from the response or
-/// reading cache take no time, so it is no speed figure.
-const JUDGE_TIME_NOTE: &str =
-    " (wall time of this run, cached judgements included; speed: `cardinal bench judge`)";
-
 /// Judge every item of `items` (ordered by language and cited cards so consecutive prompts
 /// share their prefix), plus the header-only control on rule-violation items when `scorer`
 /// can be reframed (`control`).
@@ -826,6 +821,11 @@ fn ci(a: &Agreement) -> String {
     a.ci.map(|c| format!("[{:.3}, {:.3}]", c.low, c.high))
         .unwrap_or_else(|| "n/a".into())
 }
+
+/// What the run's median judge time is (and is not): judgements served from the response or
+/// reading cache take no time, so it is no speed figure.
+const JUDGE_TIME_NOTE: &str =
+    " (wall time of this run, cached judgements included; speed: `cardinal bench judge`)";
 
 /// `calibration.md`.
 pub fn render_markdown(r: &CalibrationReport) -> String {

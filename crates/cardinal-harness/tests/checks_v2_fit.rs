@@ -74,7 +74,6 @@ fn scores(items: &[LoadedItem]) -> ScoresFile {
     }
 }
 
-/// Every label of the `split` items flipped (s → 6 − s), adjudications included.
 #[test]
 fn the_v2_fit_never_reads_a_test_label() {
     let all = corpus();
