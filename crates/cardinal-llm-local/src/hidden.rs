@@ -166,6 +166,20 @@ impl HiddenContext {
         from: usize,
         layer: usize,
     ) -> Result<Vec<f32>> {
+        let mut means = self.means_over(tokens, &[(from, tokens.len())], layer)?;
+        means
+            .pop()
+            .ok_or_else(|| LlmError::Local("no token to average over".into()))
+    }
+
+    /// The output of block `layer` for every token of `tokens` (evaluated from an empty cache),
+    /// averaged over each of `ranges` (half-open token index ranges, each non-empty).
+    pub(crate) fn means_over(
+        &mut self,
+        tokens: &[i32],
+        ranges: &[(usize, usize)],
+        layer: usize,
+    ) -> Result<Vec<Vec<f32>>> {
         // llama.cpp's graph keeps only the output tokens' rows in the last block: its output
         // is not a per-token state.
         if layer + 1 >= self.n_layer {
@@ -176,7 +190,7 @@ impl HiddenContext {
                 self.n_layer.saturating_sub(2)
             )));
         }
-        if from >= tokens.len() {
+        if ranges.is_empty() || ranges.iter().any(|&(a, b)| a >= b || b > tokens.len()) {
             return Err(LlmError::Local("no token to average over".into()));
         }
         if tokens.len() > self.n_ctx {
@@ -226,7 +240,10 @@ impl HiddenContext {
         }
         // SAFETY: no decode is running.
         let c = unsafe { self.collector.as_ref() };
-        Ok(mean_rows(&c.rows[from * self.n_embd..], self.n_embd))
+        Ok(ranges
+            .iter()
+            .map(|&(a, b)| mean_rows(&c.rows[a * self.n_embd..b * self.n_embd], self.n_embd))
+            .collect())
     }
 }
 

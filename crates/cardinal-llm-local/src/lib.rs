@@ -1111,6 +1111,44 @@ impl cardinal_llm::YesNoModel for LocalModel {
     fn span_states(&self, messages: &[Message], span: &str, layer: usize) -> Result<Vec<f32>> {
         let (tokens, from) = self.span_tokens(messages, span)?;
         let tokens: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        self.with_hidden(|h| h.mean_from(&tokens, from, layer))
+    }
+}
+
+impl LocalModel {
+    /// Like [`cardinal_llm::YesNoModel::span_states`], one mean per piece: the pieces, joined,
+    /// must end the last message's content, and each is tokenized on its own (split them where
+    /// the tokenizer would split anyway, e.g. before the space that starts a sentence). Returns
+    /// each piece's token count and mean block output, from one pass over the prompt. Used by
+    /// experiments that read an answer sentence by sentence.
+    pub fn span_piece_states(
+        &self,
+        messages: &[Message],
+        pieces: &[String],
+        layer: usize,
+    ) -> Result<Vec<(usize, Vec<f32>)>> {
+        let span: String = pieces.concat();
+        let (mut tokens, from) = self.span_tokens(messages, &span)?;
+        tokens.truncate(from);
+        let vocab = self.model.vocab();
+        let mut ranges = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            let a = tokens.len();
+            tokens.extend(vocab.tokenize(piece.as_bytes(), false, false));
+            if tokens.len() == a {
+                return Err(LlmError::Config(format!(
+                    "the piece {piece:?} has no token"
+                )));
+            }
+            ranges.push((a, tokens.len()));
+        }
+        let tokens: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        let means = self.with_hidden(|h| h.means_over(&tokens, &ranges, layer))?;
+        Ok(ranges.iter().map(|(a, b)| b - a).zip(means).collect())
+    }
+
+    /// Run `f` on the hidden-state context, created on first use.
+    fn with_hidden<R>(&self, f: impl FnOnce(&mut hidden::HiddenContext) -> Result<R>) -> Result<R> {
         let mut guard = self
             .hidden
             .lock()
@@ -1124,13 +1162,11 @@ impl cardinal_llm::YesNoModel for LocalModel {
             )?);
         }
         match guard.as_mut() {
-            Some(h) => h.mean_from(&tokens, from, layer),
+            Some(h) => f(h),
             None => Err(local("no hidden-state context")),
         }
     }
-}
 
-impl LocalModel {
     /// The prompt's tokens up to the end of `span` (which must end the last message's
     /// content), and the index of the span's first token. The last content is tokenized as two
     /// pieces, the text before the span and the span, so the span's tokens are exact.

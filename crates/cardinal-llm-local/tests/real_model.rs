@@ -505,3 +505,47 @@ fn span_states_read_one_block_over_the_span() {
     ));
     assert!(m.span_states(&msgs(safe), safe, 22).is_ok());
 }
+
+/// `span_piece_states`: one mean per sentence from the same pass. Split where the tokenizer
+/// splits anyway (before the space that starts a sentence), the token-weighted mean of the
+/// pieces is the whole span's reading; the pieces differ from each other; bad input is an error.
+#[test]
+fn span_piece_states_split_the_span_reading_by_sentence() {
+    use cardinal_llm::YesNoModel;
+    let m = model();
+    let answer = "No. Take one pill and call the pharmacy at 555-0150.";
+    let msgs = vec![
+        Message::system("You review answers."),
+        Message::user(format!(
+            "QUESTION: Can I take two pills?\n\nANSWER:\n{answer}"
+        )),
+    ];
+    let pieces = vec![
+        "No.".to_string(),
+        " Take one pill and call the pharmacy at 555-0150.".to_string(),
+    ];
+    let whole = m.span_states(&msgs, answer, 12).unwrap();
+    let parts = m.span_piece_states(&msgs, &pieces, 12).unwrap();
+    assert_eq!(parts.len(), 2);
+    assert!(parts.iter().all(|(n, v)| *n > 0 && v.len() == whole.len()));
+    assert_ne!(parts[0].1, parts[1].1);
+    let total: usize = parts.iter().map(|(n, _)| n).sum();
+    for (k, &w) in whole.iter().enumerate() {
+        let pooled: f64 = parts
+            .iter()
+            .map(|(n, v)| *n as f64 * v[k] as f64)
+            .sum::<f64>()
+            / total as f64;
+        assert!(
+            (pooled - w as f64).abs() < 1e-3 * (1.0 + w.abs() as f64),
+            "dim {k}: {pooled} vs {w}"
+        );
+    }
+    // Pieces that do not end the last message, and an empty piece, are errors.
+    assert!(m
+        .span_piece_states(&msgs, &["No.".to_string()], 12)
+        .is_err());
+    assert!(m
+        .span_piece_states(&msgs, &[String::new(), answer.to_string()], 12)
+        .is_err());
+}
