@@ -11,6 +11,8 @@
 //! `--intent MODEL` embeds every case with a second, larger encoder (through an on-disk vector
 //! cache, `.cardinal/cache/intent-vectors`) and adds the alternatives that read it (M … R).
 //! `--holdout` scores the fitted alternatives on the holdout split as well (reported only).
+//! `POLICY_CHOICE=<letter>` keeps one alternative; `POLICY_EXCLUDE=<id part>` leaves the train
+//! cases whose id contains it out of the fit (e.g. `-s4-`, a later training batch).
 //!
 //! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
 //! (through the default probe cache, `.cardinal/cache/probes`) and adds the alternatives that
@@ -161,6 +163,11 @@ fn main() {
         // Only the safety cases v2 (they carry a form); the older cases were labelled before
         // the v2 class definitions.
         train.retain(|c| c.form.is_some());
+    }
+    if let Ok(pattern) = std::env::var("POLICY_EXCLUDE") {
+        // Leave a batch out of the fit (e.g. `-s4-`), to compare fits with and without it on
+        // the same out-of-fold population.
+        train.retain(|c| !c.id.contains(&pattern));
     }
     eprintln!(
         "train: {} cases, sha256 {}",
@@ -357,11 +364,12 @@ fn main() {
                 &fz.embedder_id(),
             );
             {
-                // Out-of-fold figures on the v2 cases of train only (the population of the
-                // test split), so alternatives fitted on different train sets compare.
+                // Out-of-fold figures on the v2 cases of train only (ids `-s2-`: the
+                // population of the test split), so alternatives fitted on different train
+                // sets (with or without a later training batch) compare.
                 let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
                 for (i, tc) in train.cases().iter().enumerate() {
-                    if tc.form.is_some() {
+                    if tc.id.contains("-s2-") {
                         let d = decide(&oof[i], train_feats[i].rule_hit, &m.thresholds, opt);
                         per.entry(tc.lang).or_default().add(tc.class, &d);
                     }

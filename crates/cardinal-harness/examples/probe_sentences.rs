@@ -7,6 +7,8 @@
 //!     --split dev --framing full --out .cardinal/exp/sentences-dev-full.jsonl
 //! ```
 //!
+//! `--category rule_violation` reads only that category's items (the header-only control).
+//!
 //! Resumable: items already in the output file are skipped. Not part of the product.
 use std::collections::HashSet;
 use std::io::Write;
@@ -60,6 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("--framing full|header".into()),
     };
     let out: PathBuf = arg(&args, "--out").ok_or("--out FILE")?.into();
+    let category = arg(&args, "--category");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let kb = KnowledgeBase::load(&root.join("data/kb"))?;
     let (items, diags) = load_calibration_dir(&root.join("data/calibration"))?;
@@ -98,6 +101,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let todo: Vec<_> = items
         .iter()
         .filter(|li| li.item.split == split && !done.contains(&li.item.id))
+        .filter(|li| {
+            category.as_deref().is_none_or(|c| {
+                serde_json::to_value(li.item.category)
+                    .ok()
+                    .as_ref()
+                    .and_then(|v| v.as_str())
+                    == Some(c)
+            })
+        })
         .collect();
     let t0 = std::time::Instant::now();
     for (k, li) in todo.iter().enumerate() {
