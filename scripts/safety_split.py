@@ -16,6 +16,10 @@ Rules, in this order:
    `class` and `form`) is `holdout`: never fitted on, and not part of the frozen test split the
    gates and earlier figures use; it checks whether the test figures generalise to cases
    written later and independently.
+4. The training batch s4 (ids `<lang>-s4-NNN`, 121 per language, written 2026-12-06 by writers
+   given the cards and the class definitions only; each case carries its own `class` and
+   `form`) is `train`: commissioned to give the classifier more benign near-misses to learn the
+   boundary from (docs/decisions/0001-safety-policy.md, "Training batch s4").
 
 The split is frozen: `--check` (what the tests run) recomputes it and fails on any difference;
 `--write` rewrites the `split`/`class` fields in place (it never changes any other field and
@@ -139,6 +143,10 @@ def is_holdout(case):
     return "-s3-" in case["id"]
 
 
+def is_train_batch(case):
+    return "-s4-" in case["id"]
+
+
 def read(lang):
     path = CASES / f"{lang}.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -191,6 +199,8 @@ def expected(cases):
             c["split"] = split[c["id"]]
         elif is_holdout(c):
             c["split"] = "holdout"
+        elif is_train_batch(c):
+            c["split"] = "train"
         else:
             c["split"] = "train"
             c.setdefault("class", old_class(c))

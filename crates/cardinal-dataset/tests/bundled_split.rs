@@ -37,7 +37,7 @@ fn bundled_cases_are_valid_and_the_split_is_frozen() {
             assert_eq!(
                 split,
                 Split::Train,
-                "{}: an old case must never be test",
+                "{}: an old case or the s4 training batch must never be test",
                 c.id
             );
         }
@@ -45,13 +45,15 @@ fn bundled_cases_are_valid_and_the_split_is_frozen() {
     }
     // Frozen: changing these numbers means the split moved.
     let want = [
-        ((Lang::En, Split::Train), 205),
+        // Train grew by the s4 training batch (121 per language) on 2026-12-06; test and
+        // holdout did not move.
+        ((Lang::En, Split::Train), 326),
         ((Lang::En, Split::Test), 95),
         ((Lang::En, Split::Holdout), 150),
-        ((Lang::Es419, Split::Train), 168),
+        ((Lang::Es419, Split::Train), 289),
         ((Lang::Es419, Split::Test), 102),
         ((Lang::Es419, Split::Holdout), 150),
-        ((Lang::PtBr, Split::Train), 163),
+        ((Lang::PtBr, Split::Train), 284),
         ((Lang::PtBr, Split::Test), 96),
         ((Lang::PtBr, Split::Holdout), 150),
     ];
