@@ -29,19 +29,12 @@
 #   test      only the chosen variants, fitted on all dev items, scored once on the test split.
 import json, sys, glob
 import numpy as np
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds
 from sklearn.preprocessing import StandardScaler
 from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge
 
-DIMS = ['groundedness', 'faithfulness']
-labels = {}
-for f in glob.glob('data/calibration/*.jsonl'):
-    for line in open(f):
-        it = json.loads(line); ref = {}
-        for d in DIMS:
-            a = (it.get('adjudicated') or {}).get(d)
-            ref[d] = a['score'] if a else it['labels'][d]['score']
-        labels[it['id']] = (it, ref)
+labels = load_labels()
 
 
 def probes(path, framing):
@@ -96,28 +89,12 @@ class Model:
         return self.r.predict(np.hstack(parts))
 
 
-def binof(s): return 0 if s <= 2 else (1 if s == 3 else 2)
 
 
-def cuts_fit(p, y):
-    yb = np.array([binof(v) for v in y]); c = np.unique(np.concatenate([p, [p.min() - 1, p.max() + 1]])); best = (-1, 0, 0)
-    mids = (c[:-1] + c[1:]) / 2
-    for a in range(len(mids)):
-        for b in range(a, len(mids)):
-            jb = np.where(p < mids[a], 0, np.where(p < mids[b], 1, 2)); h = (jb == yb).sum()
-            if h > best[0]: best = (h, mids[a], mids[b])
-    return best[1], best[2]
 
 
-def binned(p, lo, hi): return np.where(p < lo, 0, np.where(p < hi, 1, 2))
 
 
-def kappa_q(a, b):
-    k = 3; O = np.zeros((k, k))
-    for x, y in zip(a, b): O[x, y] += 1
-    W = np.array([[(i - j) ** 2 / (k - 1) ** 2 for j in range(k)] for i in range(k)])
-    E = np.outer(O.sum(1), O.sum(0)) / O.sum()
-    return 1 - (W * O).sum() / (W * E).sum()
 
 
 def fit_dim(variant, X, E, y):
@@ -132,10 +109,7 @@ if sys.argv[1] == 'dev':
     print('dev items', len(ids))
     Fm = np.array([F[i] for i in ids]); Hm = np.array([H[i] for i in ids])
     lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
-    topic = np.array([labels[i][0]['cited'][0].rsplit('.', 1)[0] if labels[i][0]['cited'] else 'none' for i in ids])
-    rng = np.random.RandomState(0)
-    topics = np.unique(topic); perm = rng.permutation(len(topics)); tfold = {t: perm[k] % 10 for k, t in enumerate(topics)}
-    tg = np.array([tfold[t] for t in topic]); rv = cat == 'rule_violation'
+    tg = topic_folds(labels, ids); rv = cat == 'rule_violation'
     summary = {}
     for variant in ['F', 'FE', 'FES', 'FESC', 'ES']:
         E = extras(sig, ids, variant)

@@ -37,27 +37,20 @@ if len(sys.argv) == 3 and sys.argv[1] == 'reframe':
 #             is >= +0.10 AND its faithfulness agreement (mean of both schemes) is >= F's - 0.02;
 #             among those the highest faithfulness agreement. Nothing is read from test.
 import numpy as np
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds
 from sklearn.preprocessing import StandardScaler
 from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.metrics import roc_auc_score
 full = json.load(open(sys.argv[1])); head = json.load(open(sys.argv[2]))
-labels = {}
-for f in glob.glob('data/calibration/*.jsonl'):
-    for line in open(f):
-        it = json.loads(line); ref = {}
-        for d in ['groundedness', 'faithfulness']:
-            a = (it.get('adjudicated') or {}).get(d)
-            ref[d] = a['score'] if a else it['labels'][d]['score']
-        labels[it['id']] = (it, ref)
+labels = load_labels()
 F = {s['item_id']: s['probe'] for s in full['items'] if s['framing'] == 'full_card' and s.get('probe')}
 H = {s['item_id']: s['probe'] for s in head['items'] if s['framing'] == 'header_only' and s.get('probe')}
 ids = sorted(i for i in F if i in H and labels[i][0]['split'] == 'dev')
 print('n', len(ids))
 Fm = np.array([F[i] for i in ids]); Hm = np.array([H[i] for i in ids]); Dm = Fm - Hm
 lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
-topic = np.array([labels[i][0]['cited'][0].rsplit('.', 1)[0] if labels[i][0]['cited'] else 'none' for i in ids])
 cos = (Fm * Hm).sum(1) / np.linalg.norm(Fm, axis=1) / np.linalg.norm(Hm, axis=1)
 print('cosine F,H: mean %.4f min %.4f; |D|/|F| mean %.3f' % (cos.mean(), cos.min(), (np.linalg.norm(Dm, axis=1) / np.linalg.norm(Fm, axis=1)).mean()))
 variants = {
@@ -66,16 +59,6 @@ variants = {
     'FD': (lambda: np.hstack([Fm, Dm]), lambda: np.hstack([Hm, np.zeros_like(Dm)])),
     'H': (lambda: Hm, lambda: Hm),
 }
-def binof(s): return 0 if s <= 2 else (1 if s == 3 else 2)
-def cuts_fit(p, y):
-    yb = np.array([binof(v) for v in y]); c = np.unique(np.concatenate([p, [p.min()-1, p.max()+1]])); best = (-1, 0, 0)
-    mids = (c[:-1] + c[1:]) / 2
-    for a in range(len(mids)):
-        for b in range(a, len(mids)):
-            jb = np.where(p < mids[a], 0, np.where(p < mids[b], 1, 2)); h = (jb == yb).sum()
-            if h > best[0]: best = (h, mids[a], mids[b])
-    return best[1], best[2]
-def binned(p, lo, hi): return np.where(p < lo, 0, np.where(p < hi, 1, 2))
 def cv(X, Xc, groups, dim):
     y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(v) for v in y])
     pb = np.zeros(len(y), int); pc = np.zeros(len(y), int)
@@ -86,9 +69,7 @@ def cv(X, Xc, groups, dim):
         pb[te] = binned(m.predict(X[te]), lo, hi); pc[te] = binned(m.predict(Xc[te]), lo, hi)
     rv = cat == 'rule_violation'
     return (pb == yb).mean(), {l: round((pb[lang == l] == yb[lang == l]).mean(), 3) for l in np.unique(lang)}, (pb[rv] == yb[rv]).mean(), (pc[rv] == yb[rv]).mean()
-rng = np.random.RandomState(0)
-topics = np.unique(topic); perm = rng.permutation(len(topics)); tfold = {t: perm[k] % 10 for k, t in enumerate(topics)}
-tg = np.array([tfold[t] for t in topic])
+tg = topic_folds(labels, ids)
 rvy = (cat == 'rule_violation').astype(int)
 summary = {}
 for name, (fx, fc) in variants.items():

@@ -37,21 +37,14 @@
 #             reference for that reason.)
 import json, sys, glob
 import numpy as np
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds
 from sklearn.preprocessing import StandardScaler
 from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import KFold
 
-DIMS = ['groundedness', 'faithfulness']
 VARIANTS = ['F', 'FCF', 'MIN', 'MIX', 'STACK']
-labels = {}
-for f in glob.glob('data/calibration/*.jsonl'):
-    for line in open(f):
-        it = json.loads(line); ref = {}
-        for d in DIMS:
-            a = (it.get('adjudicated') or {}).get(d)
-            ref[d] = a['score'] if a else it['labels'][d]['score']
-        labels[it['id']] = (it, ref)
+labels = load_labels()
 
 
 def readings(path):
@@ -84,28 +77,12 @@ def aggregates(s1, items):
     return np.array(out)
 
 
-def binof(s): return 0 if s <= 2 else (1 if s == 3 else 2)
 
 
-def cuts_fit(p, y):
-    yb = np.array([binof(v) for v in y]); c = np.unique(np.concatenate([p, [p.min() - 1, p.max() + 1]])); best = (-1, 0, 0)
-    mids = (c[:-1] + c[1:]) / 2
-    for a in range(len(mids)):
-        for b in range(a, len(mids)):
-            jb = np.where(p < mids[a], 0, np.where(p < mids[b], 1, 2)); h = (jb == yb).sum()
-            if h > best[0]: best = (h, mids[a], mids[b])
-    return best[1], best[2]
 
 
-def binned(p, lo, hi): return np.where(p < lo, 0, np.where(p < hi, 1, 2))
 
 
-def kappa_q(a, b):
-    O = np.zeros((3, 3))
-    for x, y in zip(a, b): O[x, y] += 1
-    W = np.array([[(i - j) ** 2 / 4 for j in range(3)] for i in range(3)])
-    E = np.outer(O.sum(1), O.sum(0)) / O.sum()
-    return 1 - (W * O).sum() / (W * E).sum()
 
 
 class Judge:
@@ -145,10 +122,7 @@ if sys.argv[1] == 'dev':
         np.mean([len(R[i][1]) for i in ids]), sum(len(R[i][1]) == 1 for i in ids)))
     items = [R[i] for i in ids]
     lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
-    topic = np.array([labels[i][0]['cited'][0].rsplit('.', 1)[0] if labels[i][0]['cited'] else 'none' for i in ids])
-    rng = np.random.RandomState(0)
-    topics = np.unique(topic); perm = rng.permutation(len(topics)); tfold = {t: perm[k] % 10 for k, t in enumerate(topics)}
-    tg = np.array([tfold[t] for t in topic])
+    tg = topic_folds(labels, ids)
     summary = {}; per_scheme = {}
     for v in VARIANTS:
         for dim in DIMS:

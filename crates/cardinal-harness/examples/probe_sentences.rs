@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 
 use cardinal_dataset::calibration::{load_calibration_dir, Split};
 use cardinal_judge::checks::CheckFraming;
-use cardinal_judge::JudgeInput;
-use cardinal_kb::{Card, KnowledgeBase};
+use cardinal_kb::KnowledgeBase;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -114,18 +113,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t0 = std::time::Instant::now();
     for (k, li) in todo.iter().enumerate() {
         let it = &li.item;
-        let cards: Vec<&Card> = it
-            .cited
-            .iter()
-            .filter_map(|id| kb.get(id).map(|f| &f.card))
-            .collect();
-        if cards.is_empty() {
+        if !it.cited.iter().any(|id| kb.get(id).is_some()) {
             continue;
         }
-        let input =
-            JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
-                kb.get(id).map(|f| &f.card)
-            });
+        let input = cardinal_harness::calibration::item_input(&kb, it);
         let plan = cardinal_judge::probe::plan(&input, framing);
         let parts = pieces(&plan.span);
         let states =

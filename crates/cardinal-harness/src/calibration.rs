@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use cardinal_dataset::calibration::{Category, LoadedItem, Split};
+use cardinal_dataset::calibration::{CalibrationItem, Category, LoadedItem, Split};
 use cardinal_eval::calibration::{
     agreement, passes_gate, Agreement, Pair, AGREEMENT_GATE, GATED_DIMENSIONS,
 };
@@ -148,6 +148,19 @@ pub fn select_split(items: &[LoadedItem], split: Option<Split>) -> Vec<LoadedIte
         .collect()
 }
 
+/// The judge's input for one calibration item: its question, answer and cited cards (which
+/// also stand as the retrieved cards: a calibration item has no retrieval of its own).
+pub fn item_input<'a>(kb: &'a KnowledgeBase, it: &'a CalibrationItem) -> JudgeInput<'a> {
+    let cards: Vec<&Card> = it
+        .cited
+        .iter()
+        .filter_map(|id| kb.get(id).map(|f| &f.card))
+        .collect();
+    JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
+        kb.get(id).map(|f| &f.card)
+    })
+}
+
 /// Judge every item of `items` (ordered by language and cited cards so consecutive prompts
 /// share their prefix), plus the header-only control on rule-violation items when `scorer`
 /// can be reframed (`control`).
@@ -174,15 +187,7 @@ pub fn run_scores(
     // One item under one framing: the same input, the scorer that frames it.
     let judge_one = |li: &LoadedItem, scorer: &dyn CaseScorer, framing: CheckFraming| {
         let it = &li.item;
-        let cards: Vec<&Card> = it
-            .cited
-            .iter()
-            .filter_map(|id| kb.get(id).map(|f| &f.card))
-            .collect();
-        let input =
-            JudgeInput::resolve(&it.question, &it.answer, it.lang, &it.cited, &cards, |id| {
-                kb.get(id).map(|f| &f.card)
-            });
+        let input = item_input(kb, it);
         let t = std::time::Instant::now();
         let mut verdicts = scorer.score(&input);
         let checks = checks_of(&verdicts);

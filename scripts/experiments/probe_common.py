@@ -1,0 +1,59 @@
+"""Shared pieces of the judge-probe experiments (issue 14; docs/calibration.md, "Tried after
+probe-v1"): the calibration labels, the frozen bins, the cut-point search probe-v1 uses, the
+quadratic-weighted kappa and the topic-grouped folds. Needs numpy."""
+import glob
+import json
+
+import numpy as np
+
+DIMS = ['groundedness', 'faithfulness']
+
+
+def load_labels():
+    """item id -> (item, {dimension: reference 1-5 score}); the adjudicated score when present."""
+    labels = {}
+    for f in glob.glob('data/calibration/*.jsonl'):
+        for line in open(f):
+            it = json.loads(line); ref = {}
+            for d in DIMS:
+                a = (it.get('adjudicated') or {}).get(d)
+                ref[d] = a['score'] if a else it['labels'][d]['score']
+            labels[it['id']] = (it, ref)
+    return labels
+
+
+def binof(s):
+    """The frozen bins: 1-2 low, 3 mid, 4-5 high."""
+    return 0 if s <= 2 else (1 if s == 3 else 2)
+
+
+def cuts_fit(p, y):
+    """The two cut points on predictions p that maximise binned agreement with scores y."""
+    yb = np.array([binof(v) for v in y]); c = np.unique(np.concatenate([p, [p.min() - 1, p.max() + 1]])); best = (-1, 0, 0)
+    mids = (c[:-1] + c[1:]) / 2
+    for a in range(len(mids)):
+        for b in range(a, len(mids)):
+            jb = np.where(p < mids[a], 0, np.where(p < mids[b], 1, 2)); h = (jb == yb).sum()
+            if h > best[0]: best = (h, mids[a], mids[b])
+    return best[1], best[2]
+
+
+def binned(p, lo, hi):
+    return np.where(p < lo, 0, np.where(p < hi, 1, 2))
+
+
+def kappa_q(a, b):
+    """Quadratic-weighted kappa of two 0/1/2 bin arrays."""
+    O = np.zeros((3, 3))
+    for x, y in zip(a, b): O[x, y] += 1
+    W = np.array([[(i - j) ** 2 / 4 for j in range(3)] for i in range(3)])
+    E = np.outer(O.sum(1), O.sum(0)) / O.sum()
+    return 1 - (W * O).sum() / (W * E).sum()
+
+
+def topic_folds(labels, ids, n=10, seed=0):
+    """Topic-grouped fold of each item (no cited card's topic on both sides), seeded."""
+    topic = np.array([labels[i][0]['cited'][0].rsplit('.', 1)[0] if labels[i][0]['cited'] else 'none' for i in ids])
+    rng = np.random.RandomState(seed)
+    topics = np.unique(topic); perm = rng.permutation(len(topics)); tfold = {t: perm[k] % n for k, t in enumerate(topics)}
+    return np.array([tfold[t] for t in topic])
