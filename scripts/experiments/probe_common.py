@@ -57,3 +57,17 @@ def topic_folds(labels, ids, n=10, seed=0):
     rng = np.random.RandomState(seed)
     topics = np.unique(topic); perm = rng.permutation(len(topics)); tfold = {t: perm[k] % n for k, t in enumerate(topics)}
     return np.array([tfold[t] for t in topic])
+
+
+def print_test_figures(name, yt, pb, lang, dev_bins):
+    """One variant's test figures: binned agreement with a seeded bootstrap 95 % CI, kappa,
+    per-language agreement, the confusion matrix and the dev majority bin's agreement."""
+    hits = (pb == yt).astype(float); rng = np.random.RandomState(7)
+    boot = [hits[rng.randint(0, len(hits), len(hits))].mean() for _ in range(2000)]
+    per = {str(l): round(float(hits[lang == l].mean()), 3) for l in np.unique(lang)}
+    print(f'{name}: {hits.mean():.3f} [{np.percentile(boot, 2.5):.3f}, {np.percentile(boot, 97.5):.3f}] kq {kappa_q(yt, pb):.2f} {per}')
+    cm = np.zeros((3, 3), int)
+    for a, b in zip(yt, pb): cm[a, b] += 1
+    print('  confusion (rows human low/mid/high, columns judge):', cm.tolist())
+    maj = np.bincount(dev_bins).argmax()
+    print(f'  majority bin (dev) on test: {(yt == maj).mean():.3f}')

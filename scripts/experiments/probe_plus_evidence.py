@@ -29,7 +29,7 @@
 #   test      only the chosen variants, fitted on all dev items, scored once on the test split.
 import json, sys, glob
 import numpy as np
-from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds, print_test_figures
 from sklearn.preprocessing import StandardScaler
 from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge
@@ -156,16 +156,7 @@ elif sys.argv[1] == 'test':
         yt = np.array([binof(labels[i][1][dim]) for i in test])
         Et = extras(st, test, variant)
         pb = binned(m.predict(np.array([Ft[i] for i in test]), Et), lo, hi)
-        rng = np.random.RandomState(7); hits = (pb == yt).astype(float)
-        boot = [hits[rng.randint(0, len(hits), len(hits))].mean() for _ in range(2000)]
-        per = {l: round(float(hits[lang == l].mean()), 3) for l in np.unique(lang)}
-        print(f'{dim} {variant}: {hits.mean():.3f} [{np.percentile(boot, 2.5):.3f}, {np.percentile(boot, 97.5):.3f}] '
-              f'kq {kappa_q(yt, pb):.2f} {per}')
-        cm = np.zeros((3, 3), int)
-        for a, b in zip(yt, pb): cm[a, b] += 1
-        print('  confusion (rows human low/mid/high, columns judge):', cm.tolist())
-        maj = np.bincount([binof(labels[i][1][dim]) for i in dev]).argmax()
-        print(f'  majority bin (dev) on test: {(yt == maj).mean():.3f}')
+        print_test_figures(f'{dim} {variant}', yt, pb, lang, [binof(labels[i][1][dim]) for i in dev])
         if dim == 'faithfulness':
             rvi = [k for k, i in enumerate(test) if cat[k] == 'rule_violation' and i in Ht]
             ids_rv = [test[k] for k in rvi]

@@ -37,7 +37,7 @@
 #             reference for that reason.)
 import json, sys, glob
 import numpy as np
-from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds, print_test_figures
 from sklearn.preprocessing import StandardScaler
 from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge
@@ -158,16 +158,8 @@ elif sys.argv[1] == 'test':
             yd = np.array([labels[i][1][dim] for i in dev], float)
             j = Judge(v).fit([Rd[i] for i in dev], yd)
             yt = np.array([binof(labels[i][1][dim]) for i in test])
-            pb = j.predict([Rt[i] for i in test]); hits = (pb == yt).astype(float)
-            rng = np.random.RandomState(7)
-            boot = [hits[rng.randint(0, len(hits), len(hits))].mean() for _ in range(2000)]
-            per = {str(l): round(float(hits[lang == l].mean()), 3) for l in np.unique(lang)}
-            print(f'{dim} {v}: {hits.mean():.3f} [{np.percentile(boot, 2.5):.3f}, {np.percentile(boot, 97.5):.3f}] kq {kappa_q(yt, pb):.2f} {per}')
-            cm = np.zeros((3, 3), int)
-            for a, b in zip(yt, pb): cm[a, b] += 1
-            print('  confusion (rows human low/mid/high, columns judge):', cm.tolist())
-            maj = np.bincount([binof(labels[i][1][dim]) for i in dev]).argmax()
-            print(f'  majority bin (dev) on test: {(yt == maj).mean():.3f}')
+            pb = j.predict([Rt[i] for i in test])
+            print_test_figures(f'{dim} {v}', yt, pb, lang, [binof(labels[i][1][dim]) for i in dev])
             if dim == 'faithfulness':
                 rv = [i for i in test if labels[i][0]['category'] == 'rule_violation' and i in Rh]
                 yr = np.array([binof(labels[i][1][dim]) for i in rv])
