@@ -39,6 +39,12 @@ use cardinal_kb::{KnowledgeBase, Lang};
 use cardinal_retrieval::store::EmbeddedStore;
 use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
 
+/// A safety case v2 (`<lang>-s2-NNN`): the population the test split was drawn from. The later
+/// batches carry a form too, so the id, not the form, says it.
+fn is_v2(id: &str) -> bool {
+    id.contains("-s2-")
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
@@ -160,9 +166,9 @@ fn main() {
     // Fitting input: the train split only.
     let mut train = TrainSet::from_cases(&cases).expect("train set");
     if std::env::var("POLICY_TRAIN").as_deref() == Ok("v2") {
-        // Only the safety cases v2 (they carry a form); the older cases were labelled before
-        // the v2 class definitions.
-        train.retain(|c| c.form.is_some());
+        // Only the safety cases v2; the older cases were labelled before the v2 class
+        // definitions.
+        train.retain(|c| is_v2(&c.id));
     }
     if let Ok(pattern) = std::env::var("POLICY_EXCLUDE") {
         // Leave a batch out of the fit (e.g. `-s4-`), to compare fits with and without it on
@@ -369,7 +375,7 @@ fn main() {
                 // sets (with or without a later training batch) compare.
                 let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
                 for (i, tc) in train.cases().iter().enumerate() {
-                    if tc.id.contains("-s2-") {
+                    if is_v2(&tc.id) {
                         let d = decide(&oof[i], train_feats[i].rule_hit, &m.thresholds, opt);
                         per.entry(tc.lang).or_default().add(tc.class, &d);
                     }

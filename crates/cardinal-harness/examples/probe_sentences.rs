@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cardinal_dataset::calibration::{load_calibration_dir, Split};
+use cardinal_dataset::calibration::{load_calibration_dir, Category, Split};
 use cardinal_judge::checks::CheckFraming;
 use cardinal_kb::KnowledgeBase;
 
@@ -61,7 +61,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("--framing full|header".into()),
     };
     let out: PathBuf = arg(&args, "--out").ok_or("--out FILE")?.into();
-    let category = arg(&args, "--category");
+    let category: Option<Category> = match arg(&args, "--category") {
+        None => None,
+        Some(c) => Some(
+            serde_json::from_value(serde_json::Value::String(c.clone()))
+                .map_err(|_| format!("--category: unknown category {c:?}"))?,
+        ),
+    };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let kb = KnowledgeBase::load(&root.join("data/kb"))?;
     let (items, diags) = load_calibration_dir(&root.join("data/calibration"))?;
@@ -74,21 +80,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| v.get("item_id")?.as_str().map(String::from))
         .collect();
-    let progress = |m: &str| eprintln!("{m}");
-    let inst = cardinal_models::ensure(
-        "qwen2.5-coder-1.5b",
-        &cardinal_models::PullOptions::from_env(&progress),
-    )?;
-    let file = inst
-        .manifest
-        .files
-        .iter()
-        .find(|f| f.name.ends_with(".gguf"))
-        .ok_or("no .gguf file in the model")?;
+    let (gguf, sha256) =
+        cardinal_harness::models::local_gguf("qwen2.5-coder-1.5b", &cardinal_harness::Silent)?;
     let model = cardinal_llm_local::LocalModel::load(
-        &inst.file(&file.name),
+        &gguf,
         cardinal_llm_local::LocalOptions {
-            sha256: Some(file.sha256.clone()),
+            sha256: Some(sha256),
             context_size: 4096,
             ..Default::default()
         },
@@ -100,15 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let todo: Vec<_> = items
         .iter()
         .filter(|li| li.item.split == split && !done.contains(&li.item.id))
-        .filter(|li| {
-            category.as_deref().is_none_or(|c| {
-                serde_json::to_value(li.item.category)
-                    .ok()
-                    .as_ref()
-                    .and_then(|v| v.as_str())
-                    == Some(c)
-            })
-        })
+        .filter(|li| category.is_none_or(|c| li.item.category == c))
         .collect();
     let t0 = std::time::Instant::now();
     for (k, li) in todo.iter().enumerate() {
