@@ -16,7 +16,10 @@
 //!
 //! `--second-opinion MODEL` asks the local model the policy's yes/no checks for every case
 //! (through the default probe cache, `.cardinal/cache/probes`) and adds the alternatives that
-//! read them (J, K, L).
+//! read them (J, K, L). With `--reading LAYER` the same model is not asked the checks; its
+//! block `LAYER`'s output averaged over the message is read instead (same cache) and the
+//! alternative that appends it to M's features is added (V; needs `--intent`).
+//! `POLICY_CHOICE` may list several letters separated by commas (`M,V`).
 //!
 //! `--alternatives` prints the cross-validated (train-only) figures of every alternative;
 //! `--test` additionally fits each on all of train and scores it on the test split (for the
@@ -43,6 +46,44 @@ use cardinal_retrieval::{indexed_chunks, ingest, RetrievalConfig, Retriever};
 /// batches carry a form too, so the id, not the form, says it.
 fn is_v2(id: &str) -> bool {
     id.contains("-s2-")
+}
+
+/// The project's featurizer, with the local model either asked the checks or read (the checks
+/// cost a prompt pass per message, so a reading run does not ask them).
+struct ChecksOrReading<'a> {
+    inner: RetrieverFeaturizer<'a>,
+    checks: bool,
+}
+
+impl Featurizer for ChecksOrReading<'_> {
+    fn embedder_id(&self) -> String {
+        self.inner.embedder_id()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.inner.embed(texts)
+    }
+    fn best_cosine(&self, vector: &[f32], lang: Lang) -> Result<Option<f32>, String> {
+        self.inner.best_cosine(vector, lang)
+    }
+    fn second_opinion_info(&self) -> Option<cardinal_agent::policy::SecondOpinionInfo> {
+        self.inner.second_opinion_info()
+    }
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        if self.checks {
+            self.inner.second_opinion(question)
+        } else {
+            Ok(None)
+        }
+    }
+    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        self.inner.reading(question)
+    }
+    fn intent_info(&self) -> Option<cardinal_agent::policy::IntentEncoderInfo> {
+        self.inner.intent_info()
+    }
+    fn intent(&self, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, String> {
+        self.inner.intent(texts)
+    }
 }
 
 fn main() {
@@ -151,6 +192,11 @@ fn main() {
             t0.elapsed().as_secs_f64()
         );
     }
+    let reading_layer: Option<usize> = args
+        .iter()
+        .position(|a| a == "--reading")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("--reading takes a block number"));
     let fz = RetrieverFeaturizer {
         retriever: &retriever,
         second_opinion: so_name
@@ -161,6 +207,11 @@ fn main() {
             .as_deref()
             .zip(intent_encoder.as_ref())
             .map(|(n, e)| (n, e as &dyn Embedder)),
+        reading_layer,
+    };
+    let fz = ChecksOrReading {
+        inner: fz,
+        checks: reading_layer.is_none(),
     };
 
     // Fitting input: the train split only.
@@ -181,10 +232,21 @@ fn main() {
         train.sha256()
     );
     let t0 = std::time::Instant::now();
+    let n_train = train.cases().len();
     let train_feats: Vec<CaseFeatures> = train
         .cases()
         .iter()
-        .map(|c| case_features(&fz, &c.question, c.lang, true).expect("features"))
+        .enumerate()
+        .map(|(i, c)| {
+            if (i + 1) % 100 == 0 {
+                eprintln!(
+                    "train features {}/{n_train} ({:.0}s)",
+                    i + 1,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            case_features(&fz, &c.question, c.lang, true).expect("features")
+        })
         .collect();
     eprintln!("train features in {:.1}s", t0.elapsed().as_secs_f64());
 
@@ -253,7 +315,7 @@ fn main() {
             },
         ),
     ];
-    if fz.second_opinion.is_some() {
+    if fz.inner.second_opinion.is_some() && fz.checks {
         for (name, weight) in [
             ("J E + second opinion", 1.0),
             ("K E + second opinion x3", 3.0),
@@ -272,7 +334,7 @@ fn main() {
     } else {
         eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
     }
-    if fz.intent.is_some() {
+    if fz.inner.intent.is_some() {
         for (name, cosine, l2, segments, query_embedding) in [
             ("M E + intent encoder", true, base.l2, false, true),
             ("N C + intent encoder", false, base.l2, false, true),
@@ -293,7 +355,7 @@ fn main() {
                 },
             ));
         }
-        if fz.second_opinion.is_some() {
+        if fz.inner.second_opinion.is_some() && fz.checks {
             // The local model's yes/no second opinion on top of M (J-L did the same on E).
             for (name, weight) in [
                 ("S M + second opinion", 1.0),
@@ -312,11 +374,24 @@ fn main() {
                 ));
             }
         }
+        if fz.inner.second_opinion.is_some() && reading_layer.is_some() {
+            // The local model's middle-layer reading of the message on top of M.
+            alternatives.push((
+                "V M + local model's reading",
+                FitOptions {
+                    cosine_feature: true,
+                    intent: true,
+                    reading_layer,
+                    ..base.clone()
+                },
+            ));
+        }
     } else {
-        eprintln!("no --intent MODEL: alternatives M-U are skipped");
+        eprintln!("no --intent MODEL: alternatives M-V are skipped");
     }
     if let Ok(chosen) = std::env::var("POLICY_CHOICE") {
-        alternatives.retain(|(n, _)| n.starts_with(&chosen));
+        let letters: Vec<&str> = chosen.split(',').map(str::trim).collect();
+        alternatives.retain(|(n, _)| letters.iter().any(|l| n.starts_with(l)));
     }
 
     let mut scored: Vec<(&str, Split)> = Vec::new();
@@ -475,6 +550,10 @@ fn main() {
 
     if let Some(path) = write {
         let name = std::env::var("POLICY_CHOICE").unwrap_or_else(|_| "E".into());
+        assert!(
+            !name.contains(','),
+            "--write needs POLICY_CHOICE to name one alternative"
+        );
         let (_, opt) = alternatives
             .iter()
             .find(|(n, _)| n.starts_with(&name))

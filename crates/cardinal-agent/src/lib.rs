@@ -172,15 +172,15 @@ impl Agent {
         self
     }
 
-    /// The second-opinion answers of `question`, when the policy reads them: errors when the
-    /// policy needs a model the agent lacks, or was fitted with another one.
-    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>> {
+    /// The local model the policy consults, when it consults one: errors when the policy needs
+    /// a model the agent lacks, or was fitted with another one (or another reading prompt).
+    fn local_model(&self) -> Result<Option<&dyn cardinal_llm::YesNoModel>> {
         let Some(info) = self.policy.second_opinion.as_ref() else {
             return Ok(None);
         };
         let Some(model) = self.second_opinion.as_ref() else {
             return Err(AgentError::Policy(format!(
-                "the policy reads second-opinion checks from the local model `{}`, and none is attached",
+                "the policy consults the local model `{}`, and none is attached",
                 info.model
             )));
         };
@@ -191,9 +191,38 @@ impl Agent {
                 model.id()
             )));
         }
-        policy::second_opinion::ask(model.as_ref(), question)
-            .map(Some)
-            .map_err(AgentError::SecondOpinion)
+        if self.policy.options.reading_layer.is_some()
+            && info.reading_version.as_deref() != Some(policy::second_opinion::READING_VERSION)
+        {
+            return Err(AgentError::Policy(format!(
+                "the policy reads the local model through `{}` but this agent reads it through `{}`",
+                info.reading_version.as_deref().unwrap_or("(none)"),
+                policy::second_opinion::READING_VERSION
+            )));
+        }
+        Ok(Some(model.as_ref()))
+    }
+
+    /// The second-opinion answers of `question`, when the policy reads them.
+    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>> {
+        match self.local_model()? {
+            Some(model) if self.policy.options.second_opinion => {
+                policy::second_opinion::ask(model, question)
+                    .map(Some)
+                    .map_err(AgentError::SecondOpinion)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The local model's reading of `question`, when the policy reads one.
+    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>> {
+        match (self.local_model()?, self.policy.options.reading_layer) {
+            (Some(model), Some(layer)) => policy::second_opinion::read(model, question, layer)
+                .map(Some)
+                .map_err(AgentError::SecondOpinion),
+            _ => Ok(None),
+        }
     }
 
     /// The same agent with the encoder whose vectors the policy reads.
@@ -286,6 +315,7 @@ impl Agent {
             second_opinion: self.second_opinion(question)?,
             intent,
             segment_intents,
+            reading: self.reading(question)?,
         })
     }
 

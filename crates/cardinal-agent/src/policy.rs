@@ -32,7 +32,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 pub use fit::{CaseFeatures, Featurizer, FitError, TrainSet};
-pub use model::{FitOptions, IntentEncoderInfo, PolicyModel, SecondOpinionInfo, Thresholds};
+pub use model::{
+    FitOptions, IntentEncoderInfo, LocalView, PolicyModel, SecondOpinionInfo, Thresholds,
+};
 
 /// Why the agent did not answer normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -157,15 +159,13 @@ impl Default for Signals {
 impl Signals {
     /// The model's signals for one message's features.
     pub fn of(m: &PolicyModel, f: &CaseFeatures) -> Signals {
-        let so = f
-            .second_opinion
-            .as_deref()
-            .filter(|_| m.options.second_opinion);
+        let local = f.local(&m.options);
+        let so = local.second_opinion;
         let p = m.probabilities(&model::features(
             &f.embedding,
             f.intent.as_deref(),
             f.best_cosine,
-            so,
+            local,
             &m.options,
         ));
         let segments = f
@@ -175,8 +175,13 @@ impl Signals {
             .enumerate()
             .map(|(i, (e, text))| {
                 let intent = f.segment_intents.get(i).map(Vec::as_slice);
-                let ps =
-                    m.probabilities(&model::features(e, intent, f.best_cosine, so, &m.options));
+                let ps = m.probabilities(&model::features(
+                    e,
+                    intent,
+                    f.best_cosine,
+                    local,
+                    &m.options,
+                ));
                 SegmentSignals {
                     text: text.clone(),
                     unsafe_mass: m.unsafe_mass(&ps),

@@ -32,6 +32,7 @@ fn agent_and_policy() -> (Agent, tempfile::TempDir) {
         retriever: &retriever,
         second_opinion: None,
         intent: Some(("fourgram", enc.as_ref())),
+        reading_layer: None,
     };
     let opt = FitOptions {
         iterations: 20,

@@ -112,7 +112,12 @@ impl Featurizer for ToyWithSecondOpinion {
             model: "toy-judge".into(),
             model_id: "toy-judge:v0".into(),
             version: cardinal_agent::policy::second_opinion::SECOND_OPINION_VERSION.into(),
+            reading_version: None,
         })
+    }
+    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        // A 16-dim "hidden state": character 2-grams of the message.
+        Ok(Some(common::ngram_vector(question, 2, 16, 3)))
     }
     fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
         let n = question.chars().count() as f32;
@@ -236,6 +241,71 @@ fn intent_features_are_fitted_on_train_only_and_named_in_the_file() {
     let again = fit(
         &TrainSet::from_cases(&poisoned).unwrap(),
         &ToyWithIntent,
+        &opt,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&m).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}
+
+#[test]
+fn the_local_reading_is_fitted_on_train_only_and_named_in_the_file() {
+    let opt = FitOptions {
+        iterations: 30,
+        reading_layer: Some(14),
+        ..FitOptions::default()
+    };
+    let clean = cases();
+    let train = TrainSet::from_cases(&clean).unwrap();
+    // Without a model the reading cannot be taken.
+    let err = fit(&train, &Toy, &opt).unwrap_err();
+    assert!(
+        matches!(&err, FitError::Features(m) if m.contains("no model is named")),
+        "{err}"
+    );
+    let m = fit(&train, &ToyWithSecondOpinion, &opt).unwrap();
+    let info = m.second_opinion.as_ref().expect("the model is named");
+    assert_eq!(
+        info.reading_version.as_deref(),
+        Some(cardinal_agent::policy::second_opinion::READING_VERSION)
+    );
+    assert_eq!(m.options.reading_layer, Some(14));
+    // The embedding's 64 columns, then the reading's 16; no check columns.
+    assert!(m.weights.iter().all(|w| w.len() == 64 + 16));
+    assert!(m
+        .weights
+        .iter()
+        .any(|w| w[64..].iter().any(|v| v.abs() > 1e-4)));
+    // A fit without the reading does not name a reading version.
+    let plain = FitOptions {
+        second_opinion: true,
+        ..opt.clone()
+    };
+    let plain = FitOptions {
+        reading_layer: None,
+        ..plain
+    };
+    let m2 = fit(&train, &ToyWithSecondOpinion, &plain).unwrap();
+    assert_eq!(
+        m2.second_opinion
+            .as_ref()
+            .and_then(|i| i.reading_version.clone()),
+        None
+    );
+    // Poisoning the test and holdout cases changes nothing.
+    let mut poisoned = clean.clone();
+    for lc in poisoned
+        .iter_mut()
+        .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
+    {
+        lc.case.question = format!("POISON {}", lc.case.id);
+        lc.case.class = Some(SafetyClass::Diagnosis);
+    }
+    let again = fit(
+        &TrainSet::from_cases(&poisoned).unwrap(),
+        &ToyWithSecondOpinion,
         &opt,
     )
     .unwrap();

@@ -38,6 +38,23 @@ impl YesNoModel for Scripted {
             })
             .collect())
     }
+    fn span_states(
+        &self,
+        messages: &[Message],
+        span: &str,
+        layer: usize,
+    ) -> cardinal_llm::Result<Vec<f32>> {
+        if self.fail {
+            return Err(LlmError::Local("the scripted model is down".into()));
+        }
+        let last = messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        assert!(last.ends_with(span), "the span ends the last message");
+        // Records what was read: the span's length and the block, in an 8-dim "state".
+        let mut v = common::ngram_vector(span, 2, 6, 5);
+        v.push(span.chars().count() as f32);
+        v.push(layer as f32);
+        Ok(v)
+    }
 }
 
 fn agent_and_policy() -> (Agent, tempfile::TempDir) {
@@ -53,6 +70,7 @@ fn agent_and_policy() -> (Agent, tempfile::TempDir) {
         retriever: &retriever,
         second_opinion: Some(("scripted", &judge)),
         intent: None,
+        reading_layer: None,
     };
     let opt = FitOptions {
         iterations: 20,
@@ -117,4 +135,81 @@ fn the_agent_uses_exactly_the_second_opinion_model_its_policy_was_fitted_with() 
             "{so:?}"
         );
     }
+}
+
+#[test]
+fn a_policy_that_reads_the_local_model_reads_the_message_at_its_block() {
+    let (kb, retriever, _dir) = common::toy_retriever();
+    let (cases, diags) =
+        cardinal_dataset::load_case_dir(&common::data_dir().join("cases")).unwrap();
+    assert!(diags.is_empty(), "{diags}");
+    let judge = Scripted {
+        id: "scripted:v1",
+        fail: false,
+    };
+    let fz = RetrieverFeaturizer {
+        retriever: &retriever,
+        second_opinion: Some(("scripted", &judge)),
+        intent: None,
+        reading_layer: Some(7),
+    };
+    let opt = FitOptions {
+        iterations: 20,
+        cosine_feature: true,
+        reading_layer: Some(7),
+        ..FitOptions::default()
+    };
+    let policy = fit(&TrainSet::from_cases(&cases).unwrap(), &fz, &opt).unwrap();
+    // 32 toy embedding columns, 8 reading columns, the cosine.
+    assert!(
+        policy.weights.iter().all(|w| w.len() == 32 + 8 + 1),
+        "{}",
+        policy.weights[0].len()
+    );
+    let layer_col = 32 + 7;
+    assert!(
+        (policy.mean[layer_col] - 7.0).abs() < 1e-4,
+        "every reading was taken at block 7"
+    );
+    let agent = Agent::new(kb, Arc::new(retriever), Generator::Extractive)
+        .with_policy(Arc::new(policy.clone()));
+    let q = "  Can I stop the reminder texts?  ";
+    let err = agent.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Policy(m) if m.contains("none is attached")),
+        "{err}"
+    );
+    let down = agent.with_second_opinion(Arc::new(Scripted {
+        id: "scripted:v1",
+        fail: true,
+    }));
+    let err = down.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::SecondOpinion(LlmError::Local(m)) if m.contains("down")),
+        "{err}"
+    );
+    let good = down.with_second_opinion(Arc::new(Scripted {
+        id: "scripted:v1",
+        fail: false,
+    }));
+    let turn = good.answer(q, Some(Lang::En)).unwrap();
+    // The policy read no checks (it was fitted without them).
+    assert!(turn
+        .policy
+        .as_ref()
+        .unwrap()
+        .signals
+        .second_opinion
+        .is_empty());
+    // A policy file from another reading prompt is refused.
+    let mut stale = policy;
+    if let Some(info) = stale.second_opinion.as_mut() {
+        info.reading_version = Some("message-reading/v0".into());
+    }
+    let stale_agent = good.with_policy(Arc::new(stale));
+    let err = stale_agent.answer(q, Some(Lang::En)).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Policy(m) if m.contains("message-reading/v0")),
+        "{err}"
+    );
 }

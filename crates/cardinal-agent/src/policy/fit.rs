@@ -14,8 +14,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{
-    class_index, features, is_unsafe, Classifier, FitOptions, IntentEncoderInfo, PolicyModel,
-    SecondOpinionInfo, Thresholds, TrainInfo, CLASSES, POLICY_SCHEMA_VERSION,
+    class_index, features, is_unsafe, Classifier, FitOptions, IntentEncoderInfo, LocalView,
+    PolicyModel, SecondOpinionInfo, Thresholds, TrainInfo, CLASSES, POLICY_SCHEMA_VERSION,
 };
 use super::{decide, segments, Decision, Signals};
 
@@ -120,6 +120,12 @@ pub trait Featurizer {
         let _ = question;
         Ok(None)
     }
+    /// The local model's reading of `question` ([`super::second_opinion::read`]); `None` when
+    /// no model or no layer is attached.
+    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        let _ = question;
+        Ok(None)
+    }
     /// The intent encoder's identity, when one is attached.
     fn intent_info(&self) -> Option<IntentEncoderInfo> {
         None
@@ -145,6 +151,24 @@ pub struct CaseFeatures {
     pub intent: Option<Vec<f32>>,
     /// The intent encoder's vectors of the segments (same order as `segment_texts`).
     pub segment_intents: Vec<Vec<f32>>,
+    /// The local model's reading of the message, when the policy reads one.
+    pub reading: Option<Vec<f32>>,
+}
+
+impl CaseFeatures {
+    /// What the local model said, as far as the options use it.
+    pub fn local(&self, opt: &FitOptions) -> LocalView<'_> {
+        LocalView {
+            second_opinion: self
+                .second_opinion
+                .as_deref()
+                .filter(|_| opt.second_opinion),
+            reading: self
+                .reading
+                .as_deref()
+                .filter(|_| opt.reading_layer.is_some()),
+        }
+    }
 }
 
 /// Features of `question` (segments embedded only when `with_segments`).
@@ -193,6 +217,7 @@ pub fn case_features(
         second_opinion: fz.second_opinion(question).map_err(FitError::Features)?,
         intent,
         segment_intents,
+        reading: fz.reading(question).map_err(FitError::Features)?,
     })
 }
 
@@ -260,7 +285,7 @@ fn fit_weights(
                 &f.embedding,
                 f.intent.as_deref(),
                 f.best_cosine,
-                f.second_opinion.as_deref(),
+                f.local(opt),
                 opt,
             )
         })
@@ -627,7 +652,36 @@ pub fn fit_with_features(
             )));
         }
     }
-    let second_opinion = second_opinion.filter(|_| opt.second_opinion);
+    if let Some(layer) = opt.reading_layer {
+        if second_opinion.is_none() {
+            return Err(FitError::Features(format!(
+                "the options read block {layer} of the local model but no model is named"
+            )));
+        }
+        if let Some(i) = feats.iter().position(|f| f.reading.is_none()) {
+            return Err(FitError::Features(format!(
+                "train case {} has no reading of the local model",
+                train.cases.get(i).map(|c| c.id.as_str()).unwrap_or("?")
+            )));
+        }
+        let widths: std::collections::BTreeSet<usize> = feats
+            .iter()
+            .filter_map(|f| f.reading.as_ref().map(Vec::len))
+            .collect();
+        if widths.len() != 1 {
+            return Err(FitError::Features(format!(
+                "the readings of the train cases differ in width ({widths:?})"
+            )));
+        }
+    }
+    let second_opinion = second_opinion
+        .filter(|_| opt.uses_local_model())
+        .map(|mut info| {
+            info.reading_version = opt
+                .reading_layer
+                .map(|_| super::second_opinion::READING_VERSION.to_string());
+            info
+        });
     let oof = out_of_fold(train, feats, opt, embedder);
     let thresholds = choose_thresholds(train, &oof, feats, opt);
     let mut cv: BTreeMap<String, f64> = BTreeMap::new();
@@ -679,6 +733,8 @@ pub struct RetrieverFeaturizer<'a> {
     pub second_opinion: Option<(&'a str, &'a dyn cardinal_llm::YesNoModel)>,
     /// The intent encoder: its registry name and the encoder.
     pub intent: Option<(&'a str, &'a dyn cardinal_embed::Embedder)>,
+    /// The block of the second-opinion model whose output is read, when one is.
+    pub reading_layer: Option<usize>,
 }
 
 impl<'a> RetrieverFeaturizer<'a> {
@@ -687,6 +743,7 @@ impl<'a> RetrieverFeaturizer<'a> {
             retriever,
             second_opinion: None,
             intent: None,
+            reading_layer: None,
         }
     }
 }
@@ -717,7 +774,17 @@ impl Featurizer for RetrieverFeaturizer<'_> {
             model: name.to_string(),
             model_id: m.id(),
             version: super::second_opinion::SECOND_OPINION_VERSION.to_string(),
+            reading_version: None,
         })
+    }
+
+    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>, String> {
+        match (self.second_opinion, self.reading_layer) {
+            (Some((_, m)), Some(layer)) => super::second_opinion::read(m, question, layer)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            _ => Ok(None),
+        }
     }
 
     fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>, String> {

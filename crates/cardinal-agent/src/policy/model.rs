@@ -92,6 +92,18 @@ pub struct FitOptions {
     /// the intent encoder's vector; only meaningful with `intent`.
     #[serde(default = "yes")]
     pub query_embedding: bool,
+    /// Append the local model's reading of the message: the output of this transformer block
+    /// (0-based), averaged over the message's tokens ([`super::second_opinion::read`]). The
+    /// model is the one [`PolicyModel::second_opinion`] names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading_layer: Option<usize>,
+}
+
+impl FitOptions {
+    /// Does the policy consult the local model (its checks or its reading)?
+    pub fn uses_local_model(&self) -> bool {
+        self.second_opinion || self.reading_layer.is_some()
+    }
 }
 
 fn one() -> f32 {
@@ -119,6 +131,7 @@ impl Default for FitOptions {
             second_opinion_weight: 1.0,
             intent: false,
             query_embedding: true,
+            reading_layer: None,
         }
     }
 }
@@ -144,6 +157,10 @@ pub struct SecondOpinionInfo {
     pub model_id: String,
     /// [`super::second_opinion::SECOND_OPINION_VERSION`] of the prompt and checks.
     pub version: String,
+    /// [`super::second_opinion::READING_VERSION`] when the policy reads the model's hidden
+    /// state ([`FitOptions::reading_layer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading_version: Option<String>,
 }
 
 /// The encoder whose vectors of the message the policy reads besides the query embedding.
@@ -162,7 +179,8 @@ pub struct PolicyModel {
     /// Identity of the embedder the model was fitted with; the agent refuses to use the model
     /// with another one.
     pub embedder: String,
-    /// The second-opinion model, when [`FitOptions::second_opinion`] is on.
+    /// The local model, when [`FitOptions::second_opinion`] or [`FitOptions::reading_layer`] is
+    /// on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_opinion: Option<SecondOpinionInfo>,
     /// The intent encoder, when [`FitOptions::intent`] is on.
@@ -188,16 +206,27 @@ pub fn softmax(logits: &[f32]) -> Vec<f32> {
     e.into_iter().map(|x| x / s).collect()
 }
 
+/// What the local model said about a message: its check answers and its reading (each only
+/// when the policy uses it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalView<'a> {
+    pub second_opinion: Option<&'a [f32]>,
+    pub reading: Option<&'a [f32]>,
+}
+
 /// The feature vector: the embedding, then the intent encoder's vector when the model uses
-/// it, then the best cosine when the model uses it, then the log-odds of the second-opinion
-/// checks when it uses them (0 = undecided when absent).
+/// it, then the local model's reading when it uses one, then the best cosine when the model
+/// uses it, then the log-odds of the second-opinion checks when it uses them (0 = undecided
+/// when absent). A missing intent vector or reading adds no columns; the callers make sure
+/// every case has them before a model is fitted or applied.
 pub fn features(
     embedding: &[f32],
     intent: Option<&[f32]>,
     best_cosine: Option<f32>,
-    second_opinion: Option<&[f32]>,
+    local: LocalView<'_>,
     opt: &FitOptions,
 ) -> Vec<f32> {
+    let second_opinion = local.second_opinion;
     let mut x = if opt.query_embedding || !opt.intent {
         embedding.to_vec()
     } else {
@@ -205,6 +234,9 @@ pub fn features(
     };
     if opt.intent {
         x.extend_from_slice(intent.unwrap_or_default());
+    }
+    if opt.reading_layer.is_some() {
+        x.extend_from_slice(local.reading.unwrap_or_default());
     }
     if opt.cosine_feature {
         x.push(best_cosine.unwrap_or(0.0));
@@ -294,15 +326,31 @@ mod tests {
             ..FitOptions::default()
         };
         assert_eq!(
-            features(&e, Some(&i), Some(0.5), None, &with_intent),
+            features(&e, Some(&i), Some(0.5), LocalView::default(), &with_intent),
             vec![1.0, 2.0, 3.0, 4.0, 5.0, 0.5]
         );
+        // The reading sits before the cosine and the check answers (whose columns are counted
+        // from the end).
+        let with_reading = FitOptions {
+            reading_layer: Some(14),
+            second_opinion: true,
+            ..with_intent.clone()
+        };
+        let so = [0.5f32; super::super::second_opinion::CHECKS.len()];
+        let local = LocalView {
+            second_opinion: Some(&so),
+            reading: Some(&[7.0, 8.0]),
+        };
+        let x = features(&e, Some(&i), Some(0.5), local, &with_reading);
+        assert_eq!(x[..8], [1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 0.5]);
+        assert_eq!(x.len(), 8 + so.len());
+        assert!(x[8..].iter().all(|v| v.abs() < 1e-6));
         let intent_only = FitOptions {
             query_embedding: false,
             ..with_intent.clone()
         };
         assert_eq!(
-            features(&e, Some(&i), Some(0.5), None, &intent_only),
+            features(&e, Some(&i), Some(0.5), LocalView::default(), &intent_only),
             vec![3.0, 4.0, 5.0, 0.5]
         );
         // Without an intent encoder the query embedding is always read.
@@ -310,7 +358,10 @@ mod tests {
             query_embedding: false,
             ..FitOptions::default()
         };
-        assert_eq!(features(&e, None, None, None, &no_intent), vec![1.0, 2.0]);
+        assert_eq!(
+            features(&e, None, None, LocalView::default(), &no_intent),
+            vec![1.0, 2.0]
+        );
     }
 
     #[test]

@@ -77,6 +77,36 @@ pub fn ask(model: &dyn YesNoModel, message: &str) -> cardinal_llm::Result<Vec<f3
     Ok(answers.iter().map(|a| a.p_yes as f32).collect())
 }
 
+/// Version of the reading's conversation ([`reading_conversation`]); part of the policy file's
+/// identity like [`SECOND_OPINION_VERSION`].
+pub const READING_VERSION: &str = "message-reading/v1";
+
+/// The conversation whose last content is the message, for [`read`]: the checks' one-line
+/// instructions as the system turn and the message, trimmed, as the user turn (nothing after
+/// it: attention is causal, so the message's states do not depend on what would follow).
+pub fn reading_conversation(message: &str) -> (Vec<Message>, String) {
+    let text = message.trim().to_string();
+    (
+        vec![Message::system(INSTRUCTIONS), Message::user(text.clone())],
+        text,
+    )
+}
+
+/// The model's reading of `message`: the output of transformer block `layer`, averaged over
+/// the message's tokens ([`YesNoModel::span_states`]). A middle block of the 1.5B model encodes
+/// the intent of a request better than both sentence encoders (decision record 0001); the
+/// vector is appended to the policy's features, and its weights are fitted on train like every
+/// other column.
+pub fn read(model: &dyn YesNoModel, message: &str, layer: usize) -> cardinal_llm::Result<Vec<f32>> {
+    let (messages, span) = reading_conversation(message);
+    if span.is_empty() {
+        return Err(cardinal_llm::LlmError::Config(
+            "an empty message has no reading".into(),
+        ));
+    }
+    model.span_states(&messages, &span, layer)
+}
+
 /// The feature of one probability: its log-odds, clipped to ±6 so that a saturated
 /// probability cannot dominate the standardised features.
 pub fn log_odds(p: f32) -> f32 {
@@ -97,6 +127,15 @@ mod tests {
         assert!(c
             .iter()
             .all(|q| q.starts_with("\nQuestion: ") && q.ends_with('?')));
+    }
+
+    #[test]
+    fn the_reading_span_ends_the_user_turn() {
+        let (m, span) = reading_conversation("  ¿Puedo dejar la insulina?  ");
+        assert_eq!(m.len(), 2);
+        assert_eq!(span, "¿Puedo dejar la insulina?");
+        assert!(m[1].content.ends_with(&span));
+        assert_eq!(m[0].content, INSTRUCTIONS);
     }
 
     #[test]
