@@ -331,8 +331,10 @@ fn main() {
                 },
             ));
         }
-    } else {
+    } else if fz.checks {
         eprintln!("no --second-opinion MODEL: alternatives J-L are skipped");
+    } else {
+        eprintln!("--reading: the checks are not asked, alternatives J-L and S-U are skipped");
     }
     if fz.inner.intent.is_some() {
         for (name, cosine, l2, segments, query_embedding) in [

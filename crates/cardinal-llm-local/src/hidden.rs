@@ -8,6 +8,13 @@
 //! micro-batch there: the blocks after it (and the logits) are not needed, which makes a
 //! reading of block `L` of `N` cost about `L/N` of a full prompt pass. The context is only
 //! ever used for this; its KV cache above the block is never read.
+//!
+//! When everything before the averaged tokens fits in one chunk (the policy's reading of a
+//! message: a one-line system prompt, then the message), that prefix is evaluated as a chunk of
+//! its own and its KV cache is kept, so the next reading of the same block with the same prefix
+//! evaluates only the message. The micro-batches are the same either way, so a reading is
+//! bit-identical to one from an empty cache. Longer prefixes (the judge's cards) are read in
+//! chunks from the start, without reuse.
 
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
@@ -75,6 +82,10 @@ pub(crate) struct HiddenContext {
     n_layer: usize,
     n_ctx: usize,
     chunk: usize,
+    /// The tokens whose blocks `0..=block` are in the KV cache (the last reading's prompt).
+    cached: Vec<i32>,
+    /// The block the cached tokens were read up to.
+    cached_block: usize,
 }
 
 // SAFETY: the context and collector are only used through `&mut self` (behind the model's
@@ -155,10 +166,12 @@ impl HiddenContext {
             n_layer: usize::try_from(n_layer).unwrap_or(0),
             n_ctx: n_ctx as usize,
             chunk: chunk.max(1) as usize,
+            cached: Vec::new(),
+            cached_block: 0,
         })
     }
 
-    /// The output of block `layer` for every token of `tokens` (evaluated from an empty cache),
+    /// The output of block `layer` for every token of `tokens` (as evaluated from an empty cache),
     /// averaged over the tokens from index `from` on.
     pub(crate) fn mean_from(
         &mut self,
@@ -172,7 +185,7 @@ impl HiddenContext {
             .ok_or_else(|| LlmError::Local("no token to average over".into()))
     }
 
-    /// The output of block `layer` for every token of `tokens` (evaluated from an empty cache),
+    /// The output of block `layer` for every token of `tokens` (as evaluated from an empty cache),
     /// averaged over each of `ranges` (half-open token index ranges, each non-empty).
     pub(crate) fn means_over(
         &mut self,
@@ -200,18 +213,56 @@ impl HiddenContext {
                 self.n_ctx
             )));
         }
+        // A prefix that fits in one chunk (everything before the first averaged token) is
+        // evaluated as a chunk of its own, and its KV cache is kept: the next reading of the
+        // same block with the same prefix starts after it. Both ways the micro-batches are the
+        // same, so the result is the same to the bit whatever was read before.
+        let first = ranges.iter().map(|&(a, _)| a).min().unwrap_or(0);
+        let split = first > 0 && first <= self.chunk;
+        let reuse = if split
+            && self.cached_block == layer
+            && self.cached.len() == first
+            && self.cached[..] == tokens[..first]
+        {
+            first
+        } else {
+            0
+        };
         {
             // SAFETY: no decode is running; this is the only reference.
             let c = unsafe { self.collector.as_mut() };
             c.name = format!("l_out-{layer}").into_bytes();
             c.rows.clear();
-            c.rows.reserve(tokens.len() * self.n_embd);
+            c.rows.reserve((tokens.len() - reuse) * self.n_embd);
             c.error = None;
         }
-        // SAFETY: the context is alive; clearing its memory is always valid.
-        unsafe { sys::llama_memory_clear(sys::llama_get_memory(self.ctx.as_ptr()), true) };
+        // Whatever happens below, the cache is only trusted again once a reading succeeds.
+        self.cached.clear();
+        // SAFETY: the context is alive; clearing its memory, or removing the positions from
+        // `reuse` on of its only sequence, is always valid.
+        let reuse = unsafe {
+            let mem = sys::llama_get_memory(self.ctx.as_ptr());
+            if reuse > 0
+                && sys::llama_memory_seq_rm(mem, 0, reuse as i32, -1)
+                && sys::llama_memory_seq_pos_max(mem, 0) + 1 == reuse as i32
+            {
+                reuse
+            } else {
+                sys::llama_memory_clear(mem, true);
+                0
+            }
+        };
+        let head: &[i32] = if split && reuse == 0 {
+            &tokens[..first]
+        } else {
+            &[]
+        };
+        let start = if split { first } else { 0 };
+        let parts = std::iter::once(head)
+            .filter(|h| !h.is_empty())
+            .chain(tokens[start..].chunks(self.chunk));
         let mut done = 0usize;
-        for part in tokens.chunks(self.chunk) {
+        for part in parts {
             let mut owned: Vec<sys::llama_token> = part.to_vec();
             // SAFETY: the batch borrows `owned`, which outlives the decode call; the callback's
             // collector is not borrowed during it.
@@ -238,11 +289,16 @@ impl HiddenContext {
                 )));
             }
         }
+        if split {
+            self.cached = tokens[..first].to_vec();
+            self.cached_block = layer;
+        }
         // SAFETY: no decode is running.
         let c = unsafe { self.collector.as_ref() };
+        let w = self.n_embd;
         Ok(ranges
             .iter()
-            .map(|&(a, b)| mean_rows(&c.rows[a * self.n_embd..b * self.n_embd], self.n_embd))
+            .map(|&(a, b)| mean_rows(&c.rows[(a - reuse) * w..(b - reuse) * w], w))
             .collect())
     }
 }

@@ -549,3 +549,41 @@ fn span_piece_states_split_the_span_reading_by_sentence() {
         .span_piece_states(&msgs, &[String::new(), answer.to_string()], 12)
         .is_err());
 }
+
+/// The policy's readings share their prefix (a one-line system prompt): it is evaluated once
+/// and kept, and a reading is bit-identical to one taken by a fresh model, whatever was read
+/// before — another message, another block, a judge-sized prompt.
+#[test]
+fn readings_that_share_a_short_prefix_reuse_it_and_stay_bit_identical() {
+    use cardinal_llm::YesNoModel;
+    let opts = LocalOptions {
+        context_size: 1024,
+        batch_size: 128,
+        ..LocalOptions::default()
+    };
+    let warm = own_model(opts.clone());
+    let msgs = |m: &str| {
+        vec![
+            Message::system("You classify messages sent to a clinic's support chat."),
+            Message::user(m),
+        ]
+    };
+    let a = "Can I take two of my blood pressure pills if I forgot yesterday's?";
+    let b = "How do I stop the reminder texts?";
+    let long = "word ".repeat(200);
+    let first = warm.span_states(&msgs(a), a, 12).unwrap();
+    let other = warm.span_states(&msgs(b), b, 12).unwrap();
+    assert_ne!(first, other);
+    // The same message again, after another one with the same prefix: reused, identical.
+    assert_eq!(warm.span_states(&msgs(a), a, 12).unwrap(), first);
+    // After another block, and after a prompt whose prefix exceeds a chunk (no reuse).
+    let _ = warm.span_states(&msgs(b), b, 5).unwrap();
+    assert_eq!(warm.span_states(&msgs(a), a, 12).unwrap(), first);
+    let l = format!("{long}{b}");
+    let _ = warm.span_states(&msgs(&l), b, 12).unwrap();
+    assert_eq!(warm.span_states(&msgs(a), a, 12).unwrap(), first);
+    // A fresh model reads the same bits.
+    let fresh = own_model(opts);
+    assert_eq!(fresh.span_states(&msgs(b), b, 12).unwrap(), other);
+    assert_eq!(fresh.span_states(&msgs(a), a, 12).unwrap(), first);
+}
