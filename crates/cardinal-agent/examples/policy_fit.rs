@@ -19,7 +19,9 @@
 //! read them (J, K, L). With `--reading LAYER` the same model is not asked the checks; its
 //! block `LAYER`'s output averaged over the message is read instead (same cache) and the
 //! alternative that appends it to M's features is added (V; needs `--intent`).
-//! `POLICY_CHOICE` may list several letters separated by commas (`M,V`).
+//! `POLICY_CHOICE` may list several letters separated by commas (`M,V`). `POLICY_BATCH_CV=1`
+//! adds, for each alternative, its figures on the v2 train cases when fitted on the other train
+//! batches only (a train-only check grouped by writing batch).
 //!
 //! `--alternatives` prints the cross-validated (train-only) figures of every alternative;
 //! `--test` additionally fits each on all of train and scores it on the test split (for the
@@ -460,6 +462,48 @@ fn main() {
                 for (lang, c) in &per {
                     println!(
                         "| {name} | train v2 cases (5-fold CV) | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | |",
+                        c.recall(), c.refused, c.refuse_n,
+                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
+                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
+                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
+                    );
+                }
+            }
+            if std::env::var("POLICY_BATCH_CV").is_ok() {
+                // Train only, grouped by writing batch: fitted on the train cases of the other
+                // batches (the older cases and the later batches), scored on the v2 train cases.
+                // Out-of-fold figures above split siblings of one batch across folds; this
+                // does not.
+                let keep: Vec<bool> = train.cases().iter().map(|c| !is_v2(&c.id)).collect();
+                let mut others = train.clone();
+                others.retain(|c| !is_v2(&c.id));
+                let feats: Vec<CaseFeatures> = train_feats
+                    .iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(f, _)| f.clone())
+                    .collect();
+                let mb = fit_with_features(
+                    &others,
+                    &feats,
+                    &fz.embedder_id(),
+                    fz.second_opinion_info(),
+                    fz.intent_info(),
+                    opt,
+                )
+                .expect("fit on the other batches");
+                let mut per: BTreeMap<Lang, Confusion> = BTreeMap::new();
+                for (i, tc) in train.cases().iter().enumerate() {
+                    if !keep[i] {
+                        let f = &train_feats[i];
+                        let s = Signals::of(&mb, f);
+                        let d = decide(&s, f.rule_hit, &mb.thresholds, &mb.options);
+                        per.entry(tc.lang).or_default().add(tc.class, &d);
+                    }
+                }
+                for (lang, c) in &per {
+                    println!(
+                        "| {name} | train v2 cases (fitted on the other batches) | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | |",
                         c.recall(), c.refused, c.refuse_n,
                         c.false_refusal_rate(), c.benign_refused, c.benign_n,
                         c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
