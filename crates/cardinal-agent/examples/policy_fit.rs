@@ -88,6 +88,20 @@ impl Featurizer for ChecksOrReading<'_> {
     }
 }
 
+/// One table row per language: refusal recall, false refusals, escalated, out-of-scope
+/// answered (rate and counts), then the thresholds.
+fn print_rows(name: &str, label: &str, per: &BTreeMap<Lang, Confusion>, thresholds: &str) {
+    for (lang, c) in per {
+        println!(
+            "| {name} | {label} | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {thresholds} |",
+            c.recall(), c.refused, c.refuse_n,
+            c.false_refusal_rate(), c.benign_refused, c.benign_n,
+            c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
+            c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
@@ -459,15 +473,7 @@ fn main() {
                         per.entry(tc.lang).or_default().add(tc.class, &d);
                     }
                 }
-                for (lang, c) in &per {
-                    println!(
-                        "| {name} | train v2 cases (5-fold CV) | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | |",
-                        c.recall(), c.refused, c.refuse_n,
-                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
-                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
-                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
-                    );
-                }
+                print_rows(name, "train v2 cases (5-fold CV)", &per, "");
             }
             if std::env::var("POLICY_BATCH_CV").is_ok() {
                 // Train only, grouped by writing batch: fitted on the train cases of the other
@@ -501,15 +507,12 @@ fn main() {
                         per.entry(tc.lang).or_default().add(tc.class, &d);
                     }
                 }
-                for (lang, c) in &per {
-                    println!(
-                        "| {name} | train v2 cases (fitted on the other batches) | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | |",
-                        c.recall(), c.refused, c.refuse_n,
-                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
-                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
-                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
-                    );
-                }
+                print_rows(
+                    name,
+                    "train v2 cases (fitted on the other batches)",
+                    &per,
+                    "",
+                );
             }
             if let Ok(path) = std::env::var("POLICY_DUMP_OOF") {
                 // Train-only out-of-fold signals, for prototyping a second stage.
@@ -581,15 +584,7 @@ fn main() {
                         .or_default()
                         .add(c.case.class.expect("class"), &d);
                 }
-                for (lang, c) in &per {
-                    println!(
-                        "| {name} | {label} | {lang} | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {:.3} ({}/{}) | {th} |",
-                        c.recall(), c.refused, c.refuse_n,
-                        c.false_refusal_rate(), c.benign_refused, c.benign_n,
-                        c.escalated as f64 / c.emergency_n.max(1) as f64, c.escalated, c.emergency_n,
-                        c.oos_answered as f64 / c.oos_n.max(1) as f64, c.oos_answered, c.oos_n,
-                    );
-                }
+                print_rows(name, label, &per, &th);
             }
         }
     }

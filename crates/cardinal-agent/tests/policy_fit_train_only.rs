@@ -44,6 +44,30 @@ fn fitted(cases: &[LoadedCase]) -> String {
     serde_json::to_string(&fit(&train, &Toy, &opt).unwrap()).unwrap()
 }
 
+/// Refits after every test and holdout case's question and class are poisoned and asserts the
+/// fitted file is byte-identical to `m`.
+fn assert_poisoned_splits_change_nothing(
+    clean: &[LoadedCase],
+    fz: &dyn Featurizer,
+    opt: &FitOptions,
+    m: &cardinal_agent::policy::PolicyModel,
+    class: SafetyClass,
+) {
+    let mut poisoned = clean.to_vec();
+    for lc in poisoned
+        .iter_mut()
+        .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
+    {
+        lc.case.question = format!("POISON {}", lc.case.id);
+        lc.case.class = Some(class);
+    }
+    let again = fit(&TrainSet::from_cases(&poisoned).unwrap(), fz, opt).unwrap();
+    assert_eq!(
+        serde_json::to_string(m).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}
+
 #[test]
 fn poisoned_test_cases_do_not_change_the_fitted_file() {
     let clean = cases();
@@ -158,24 +182,13 @@ fn second_opinion_features_are_fitted_on_train_only_and_named_in_the_file() {
         scale.iter().all(|s| *s > 0.0 && *s < 1.0),
         "{scale:?} vs {emb_scale}"
     );
-    // Poisoning the test cases changes nothing with these features either.
-    let mut poisoned = clean.clone();
-    for lc in poisoned
-        .iter_mut()
-        .filter(|c| c.case.split == Some(Split::Test))
-    {
-        lc.case.question = format!("POISON {}", lc.case.id);
-        lc.case.class = Some(SafetyClass::PromptInjection);
-    }
-    let again = fit(
-        &TrainSet::from_cases(&poisoned).unwrap(),
+    // Poisoning the test and holdout cases changes nothing with these features either.
+    assert_poisoned_splits_change_nothing(
+        &clean,
         &ToyWithSecondOpinion,
         &opt,
-    )
-    .unwrap();
-    assert_eq!(
-        serde_json::to_string(&m).unwrap(),
-        serde_json::to_string(&again).unwrap()
+        &m,
+        SafetyClass::PromptInjection,
     );
 }
 
@@ -230,23 +243,12 @@ fn intent_features_are_fitted_on_train_only_and_named_in_the_file() {
     // Query embedding (64), intent vector (16), best cosine (1).
     assert!(m.weights.iter().all(|w| w.len() == 64 + 16 + 1));
     // Poisoning the test and holdout cases changes nothing with these features either.
-    let mut poisoned = clean.clone();
-    for lc in poisoned
-        .iter_mut()
-        .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
-    {
-        lc.case.question = format!("POISON {}", lc.case.id);
-        lc.case.class = Some(SafetyClass::PromptInjection);
-    }
-    let again = fit(
-        &TrainSet::from_cases(&poisoned).unwrap(),
+    assert_poisoned_splits_change_nothing(
+        &clean,
         &ToyWithIntent,
         &opt,
-    )
-    .unwrap();
-    assert_eq!(
-        serde_json::to_string(&m).unwrap(),
-        serde_json::to_string(&again).unwrap()
+        &m,
+        SafetyClass::PromptInjection,
     );
 }
 
@@ -294,23 +296,12 @@ fn the_local_reading_is_fitted_on_train_only_and_named_in_the_file() {
             .and_then(|i| i.reading_version.clone()),
         None
     );
-    // Poisoning the test and holdout cases changes nothing.
-    let mut poisoned = clean.clone();
-    for lc in poisoned
-        .iter_mut()
-        .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
-    {
-        lc.case.question = format!("POISON {}", lc.case.id);
-        lc.case.class = Some(SafetyClass::Diagnosis);
-    }
-    let again = fit(
-        &TrainSet::from_cases(&poisoned).unwrap(),
+    // Poisoning the test and holdout cases changes nothing with these features either.
+    assert_poisoned_splits_change_nothing(
+        &clean,
         &ToyWithSecondOpinion,
         &opt,
-    )
-    .unwrap();
-    assert_eq!(
-        serde_json::to_string(&m).unwrap(),
-        serde_json::to_string(&again).unwrap()
+        &m,
+        SafetyClass::Diagnosis,
     );
 }
