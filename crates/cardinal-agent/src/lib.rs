@@ -139,6 +139,10 @@ pub struct Turn {
     pub timings: Timings,
 }
 
+/// The local model's second-opinion answers and reading of a message (each when the policy
+/// uses it).
+type LocalFeatures = (Option<Vec<f32>>, Option<Vec<f32>>);
+
 /// The agent: a KB, a retriever, a generator and the safety policy.
 pub struct Agent {
     pub kb: Arc<KnowledgeBase>,
@@ -203,26 +207,24 @@ impl Agent {
         Ok(Some(model.as_ref()))
     }
 
-    /// The second-opinion answers of `question`, when the policy reads them.
-    fn second_opinion(&self, question: &str) -> Result<Option<Vec<f32>>> {
-        match self.local_model()? {
-            Some(model) if self.policy.options.second_opinion => {
-                policy::second_opinion::ask(model, question)
-                    .map(Some)
-                    .map_err(AgentError::SecondOpinion)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// The local model's reading of `question`, when the policy reads one.
-    fn reading(&self, question: &str) -> Result<Option<Vec<f32>>> {
-        match (self.local_model()?, self.policy.options.reading_layer) {
-            (Some(model), Some(layer)) => policy::second_opinion::read(model, question, layer)
-                .map(Some)
-                .map_err(AgentError::SecondOpinion),
-            _ => Ok(None),
-        }
+    /// What the local model says about `question`, as far as the policy uses it: the
+    /// second-opinion answers and the reading (the model is checked once for both).
+    fn local_features(&self, question: &str) -> Result<LocalFeatures> {
+        let Some(model) = self.local_model()? else {
+            return Ok((None, None));
+        };
+        let options = &self.policy.options;
+        let checks = options
+            .second_opinion
+            .then(|| policy::second_opinion::ask(model, question))
+            .transpose()
+            .map_err(AgentError::SecondOpinion)?;
+        let reading = options
+            .reading_layer
+            .map(|layer| policy::second_opinion::read(model, question, layer))
+            .transpose()
+            .map_err(AgentError::SecondOpinion)?;
+        Ok((checks, reading))
     }
 
     /// The same agent with the encoder whose vectors the policy reads.
@@ -305,6 +307,7 @@ impl Agent {
             None => (None, Vec::new()),
         };
         let embedding = vectors.remove(0);
+        let (second_opinion, reading) = self.local_features(question)?;
         segment_texts.remove(0);
         Ok(policy::CaseFeatures {
             embedding,
@@ -312,10 +315,10 @@ impl Agent {
             segment_texts,
             segment_embeddings: vectors,
             rule_hit: !policy::rules::injection_markers(question).is_empty(),
-            second_opinion: self.second_opinion(question)?,
+            second_opinion,
             intent,
             segment_intents,
-            reading: self.reading(question)?,
+            reading,
         })
     }
 

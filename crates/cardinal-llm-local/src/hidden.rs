@@ -82,10 +82,9 @@ pub(crate) struct HiddenContext {
     n_layer: usize,
     n_ctx: usize,
     chunk: usize,
-    /// The tokens whose blocks `0..=block` are in the KV cache (the last reading's prompt).
-    cached: Vec<i32>,
-    /// The block the cached tokens were read up to.
-    cached_block: usize,
+    /// The prefix whose blocks `0..=block` are in the KV cache, as (block, tokens): the last
+    /// reading's own chunk of prefix, when it had one.
+    cached: Option<(usize, Vec<i32>)>,
 }
 
 // SAFETY: the context and collector are only used through `&mut self` (behind the model's
@@ -166,8 +165,7 @@ impl HiddenContext {
             n_layer: usize::try_from(n_layer).unwrap_or(0),
             n_ctx: n_ctx as usize,
             chunk: chunk.max(1) as usize,
-            cached: Vec::new(),
-            cached_block: 0,
+            cached: None,
         })
     }
 
@@ -220,9 +218,10 @@ impl HiddenContext {
         let first = ranges.iter().map(|&(a, _)| a).min().unwrap_or(0);
         let split = first > 0 && first <= self.chunk;
         let reuse = if split
-            && self.cached_block == layer
-            && self.cached.len() == first
-            && self.cached[..] == tokens[..first]
+            && self
+                .cached
+                .as_ref()
+                .is_some_and(|(block, prefix)| *block == layer && prefix[..] == tokens[..first])
         {
             first
         } else {
@@ -237,7 +236,7 @@ impl HiddenContext {
             c.error = None;
         }
         // Whatever happens below, the cache is only trusted again once a reading succeeds.
-        self.cached.clear();
+        self.cached = None;
         // SAFETY: the context is alive; clearing its memory, or removing the positions from
         // `reuse` on of its only sequence, is always valid.
         let reuse = unsafe {
@@ -290,8 +289,7 @@ impl HiddenContext {
             }
         }
         if split {
-            self.cached = tokens[..first].to_vec();
-            self.cached_block = layer;
+            self.cached = Some((layer, tokens[..first].to_vec()));
         }
         // SAFETY: no decode is running.
         let c = unsafe { self.collector.as_ref() };
