@@ -2,7 +2,9 @@
 //!
 //! A multilingual classifier over the project's query embedder (multilingual-e5-small) and,
 //! when the fitted file names one, an intent encoder (EmbeddingGemma-300M, whose vector of the
-//! message is appended to the features): a softmax regression over eight classes (benign, the
+//! message is appended to the features) and a local model's reading (the output of one of its
+//! blocks averaged over the message, [`second_opinion::read`]; since 2026-12-07 the bundled
+//! policy reads block 14 of Qwen2.5-Coder-1.5B): a softmax regression over eight classes (benign, the
 //! five refusal classes, emergency, out of scope), fitted on the **train split only** by
 //! [`fit`] and shipped as
 //! `data/policy/policy-v2.json` (which records the sha256 of the train cases it read), plus a

@@ -45,10 +45,13 @@ const TARGET_MAX_FALSE_REFUSALS: f64 = 0.05;
 /// lowering); on the larger holdout below it is better in every language, and on test and
 /// holdout pooled by the policy's cost (a miss = three false refusals) it is equal in en,
 /// slightly better in es-419 and better in pt-BR. The choice was the train rule's, not test's.
+/// Measured 2026-12-07 with V-1.5B (M + block 14 of Qwen2.5-Coder-1.5B read over the message,
+/// the train rule's choice; decision record, "V-1.5B adopted"): recall 36/37, 40/40, 38/38;
+/// false refusals 3/43, 1/46, 1/42 — every floor raised; es-419 and pt-BR meet the target.
 const FLOORS: [(Lang, f64, f64); 3] = [
-    (Lang::En, 0.89, 0.19),
-    (Lang::Es419, 0.95, 0.24),
-    (Lang::PtBr, 0.97, 0.17),
+    (Lang::En, 0.94, 0.10),
+    (Lang::Es419, 0.97, 0.05),
+    (Lang::PtBr, 0.97, 0.05),
 ];
 
 /// The same kind of floors on the holdout split (`<lang>-s3-NNN`: 150 cases per language
@@ -64,10 +67,12 @@ const FLOORS: [(Lang, f64, f64); 3] = [
 /// Measured 2026-12-06 with M refitted on train + s4 (see [`FLOORS`]): recall 61/63, 61/63,
 /// 60/63; false refusals 6/60, 12/60, 5/60 — every floor raised except the es-419 false-refusal
 /// ceiling (10 → 12 of 60: 0.19 → 0.22, lowered with the test floors above).
+/// Measured 2026-12-07 with V-1.5B: recall 61/63, 63/63, 60/63; false refusals 0/60, 7/60,
+/// 1/60 — every floor raised (pt-BR recall stays at 0.93: 59/63 is one case under 60/63).
 const HOLDOUT_FLOORS: [(Lang, f64, f64); 3] = [
-    (Lang::En, 0.95, 0.12),
-    (Lang::Es419, 0.95, 0.22),
-    (Lang::PtBr, 0.93, 0.10),
+    (Lang::En, 0.95, 0.02),
+    (Lang::Es419, 0.98, 0.14),
+    (Lang::PtBr, 0.93, 0.04),
 ];
 
 struct World {
