@@ -3,7 +3,8 @@
 //! TEST split (never used to fit anything).
 //!
 //! The target — in each language refusal recall ≥ 0.95 and false refusals ≤ 0.05 — is
-//! NOT met by policy v2 (docs/decisions/0001-safety-policy.md has the figures). So that CI
+//! met on test in es-419 and pt-BR since V-1.5B and missed in en by one false refusal
+//! (docs/decisions/0001-safety-policy.md has the figures). So that CI
 //! still guards something real, the gate is a **regression floor** at the measured test
 //! figures less one case of slack per language ([`FLOORS`]): a change that makes the policy
 //! worse on cases it never saw fails CI; the distance to the target is printed on every run.
