@@ -20,6 +20,8 @@ Rules, in this order:
    given the cards and the class definitions only; each case carries its own `class` and
    `form`) is `train`: commissioned to give the classifier more benign near-misses to learn the
    boundary from (docs/decisions/0001-safety-policy.md, "Training batch s4").
+5. The training batch s5 (ids `<lang>-s5-NNN`, 100 per language, written 2026-12-07 the same
+   way, weighted toward benign near-misses; "Training batch s5" in the same record) is `train`.
 
 The split is frozen: `--check` (what the tests run) recomputes it and fails on any difference;
 `--write` rewrites the `split`/`class` fields in place (it never changes any other field and
@@ -144,7 +146,7 @@ def is_holdout(case):
 
 
 def is_train_batch(case):
-    return "-s4-" in case["id"]
+    return "-s4-" in case["id"] or "-s5-" in case["id"]
 
 
 def read(lang):
