@@ -227,6 +227,9 @@ fn chroma_returns_the_same_top_k_as_the_embedded_store() {
     again.clear().unwrap();
 }
 
+/// Dense similarities closer than this are a tie that two float32 engines may order either way.
+const TIE: f32 = 1e-4;
+
 /// Two engines computing the same cosine in float32 may order cards whose similarities are
 /// equal to rounding either way (Chroma computes distances in its own float32 kernels). So the
 /// rankings must agree rank by rank in similarity, within [`TIE`], and in card id wherever the
@@ -237,7 +240,6 @@ fn assert_same_ranking(
     b: &cardinal_retrieval::Retrieval,
     case: &str,
 ) {
-    const TIE: f32 = 1e-4;
     let sims = |r: &cardinal_retrieval::Retrieval| -> Vec<f32> {
         r.cards
             .iter()
