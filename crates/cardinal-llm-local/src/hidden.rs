@@ -23,17 +23,20 @@ use cardinal_llm::{LlmError, Result};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_sys_2 as sys;
 
-/// What the callback collects: the rows (one per token, `n_embd` wide) of the wanted node.
+/// What the callback collects: the rows (one per token, `n_embd` wide) of each wanted node.
 struct Collector {
-    /// The wanted node's name, e.g. `l_out-14`.
-    name: Vec<u8>,
+    /// The wanted nodes' names in graph order, e.g. `l_out-10`, `l_out-14`; the last one ends
+    /// the micro-batch.
+    names: Vec<Vec<u8>>,
     n_embd: usize,
-    rows: Vec<f32>,
+    /// One buffer per wanted node.
+    rows: Vec<Vec<f32>>,
     error: Option<String>,
 }
 
 /// The evaluation callback. With `ask`, it says whether the node is wanted; without, the node
-/// has been computed: copy it and return false (stop this micro-batch's graph here).
+/// has been computed: copy it, and after the last wanted node return false (stop this
+/// micro-batch's graph there).
 ///
 /// # Safety
 /// `t` is a live tensor of the graph being computed and `user` the `Collector` registered with
@@ -43,13 +46,13 @@ unsafe extern "C" fn observe(t: *mut sys::ggml_tensor, ask: bool, user: *mut c_v
         return !ask;
     };
     let name = CStr::from_ptr(t.name.as_ptr()).to_bytes();
-    let wanted = name == c.name.as_slice();
+    let wanted = c.names.iter().position(|n| n.as_slice() == name);
     if ask {
-        return wanted;
+        return wanted.is_some();
     }
-    if !wanted {
+    let Some(k) = wanted else {
         return true;
-    }
+    };
     let (ne0, ne1) = (t.ne[0], t.ne[1]);
     if t.type_ != sys::GGML_TYPE_F32 || t.ne[2] != 1 || t.ne[3] != 1 || ne0 as usize != c.n_embd {
         c.error = Some(format!(
@@ -67,10 +70,14 @@ unsafe extern "C" fn observe(t: *mut sys::ggml_tensor, ask: bool, user: *mut c_v
         c.error = Some("block output is not contiguous".into());
         return false;
     }
-    let start = c.rows.len();
-    c.rows.resize(start + n, 0.0);
-    sys::ggml_backend_tensor_get(t, c.rows[start..].as_mut_ptr() as *mut c_void, 0, bytes);
-    false
+    let Some(rows) = c.rows.get_mut(k) else {
+        c.error = Some("no buffer for a wanted block".into());
+        return false;
+    };
+    let start = rows.len();
+    rows.resize(start + n, 0.0);
+    sys::ggml_backend_tensor_get(t, rows[start..].as_mut_ptr() as *mut c_void, 0, bytes);
+    k + 1 < c.names.len()
 }
 
 /// A context dedicated to reading block outputs.
@@ -82,9 +89,9 @@ pub(crate) struct HiddenContext {
     n_layer: usize,
     n_ctx: usize,
     chunk: usize,
-    /// The prefix whose blocks `0..=block` are in the KV cache, as (block, tokens): the last
-    /// reading's own chunk of prefix, when it had one.
-    cached: Option<(usize, Vec<i32>)>,
+    /// The prefix whose blocks up to the highest read block are in the KV cache, as (blocks
+    /// read, tokens): the last reading's own chunk of prefix, when it had one.
+    cached: Option<(Vec<usize>, Vec<i32>)>,
 }
 
 // SAFETY: the context and collector are only used through `&mut self` (behind the model's
@@ -131,7 +138,7 @@ impl HiddenContext {
             ));
         }
         let collector = NonNull::from(Box::leak(Box::new(Collector {
-            name: Vec::new(),
+            names: Vec::new(),
             n_embd,
             rows: Vec::new(),
             error: None,
@@ -191,6 +198,27 @@ impl HiddenContext {
         ranges: &[(usize, usize)],
         layer: usize,
     ) -> Result<Vec<Vec<f32>>> {
+        let mut by_layer = self.means_over_layers(tokens, ranges, &[layer])?;
+        by_layer
+            .pop()
+            .ok_or_else(|| LlmError::Local("no block was read".into()))
+    }
+
+    /// Like [`Self::means_over`] for several blocks read in the same pass (strictly increasing,
+    /// non-empty): one list of range means per block, in the order given. The pass stops after
+    /// the highest block, so it costs what reading that block alone costs.
+    pub(crate) fn means_over_layers(
+        &mut self,
+        tokens: &[i32],
+        ranges: &[(usize, usize)],
+        layers: &[usize],
+    ) -> Result<Vec<Vec<Vec<f32>>>> {
+        if layers.is_empty() || layers.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(LlmError::Config(format!(
+                "blocks to read must be given in increasing order, without repeats: {layers:?}"
+            )));
+        }
+        let layer = layers[layers.len() - 1];
         // llama.cpp's graph keeps only the output tokens' rows in the last block: its output
         // is not a per-token state.
         if layer + 1 >= self.n_layer {
@@ -221,7 +249,7 @@ impl HiddenContext {
             && self
                 .cached
                 .as_ref()
-                .is_some_and(|(block, prefix)| *block == layer && prefix[..] == tokens[..first])
+                .is_some_and(|(blocks, prefix)| blocks == layers && prefix[..] == tokens[..first])
         {
             first
         } else {
@@ -230,9 +258,14 @@ impl HiddenContext {
         {
             // SAFETY: no decode is running; this is the only reference.
             let c = unsafe { self.collector.as_mut() };
-            c.name = format!("l_out-{layer}").into_bytes();
-            c.rows.clear();
-            c.rows.reserve((tokens.len() - reuse) * self.n_embd);
+            c.names = layers
+                .iter()
+                .map(|l| format!("l_out-{l}").into_bytes())
+                .collect();
+            c.rows = layers
+                .iter()
+                .map(|_| Vec::with_capacity((tokens.len() - reuse) * self.n_embd))
+                .collect();
             c.error = None;
         }
         // Whatever happens below, the cache is only trusted again once a reading succeeds.
@@ -280,23 +313,30 @@ impl HiddenContext {
                 )));
             }
             done += part.len();
-            if c.rows.len() != done * self.n_embd {
-                return Err(LlmError::Local(format!(
-                    "llama.cpp produced no output for block {layer} (read {} of {} values)",
-                    c.rows.len(),
-                    done * self.n_embd
-                )));
+            for (l, rows) in layers.iter().zip(&c.rows) {
+                if rows.len() != done * self.n_embd {
+                    return Err(LlmError::Local(format!(
+                        "llama.cpp produced no output for block {l} (read {} of {} values)",
+                        rows.len(),
+                        done * self.n_embd
+                    )));
+                }
             }
         }
         if split {
-            self.cached = Some((layer, tokens[..first].to_vec()));
+            self.cached = Some((layers.to_vec(), tokens[..first].to_vec()));
         }
         // SAFETY: no decode is running.
         let c = unsafe { self.collector.as_ref() };
         let w = self.n_embd;
-        Ok(ranges
+        Ok(c.rows
             .iter()
-            .map(|&(a, b)| mean_rows(&c.rows[(a - reuse) * w..(b - reuse) * w], w))
+            .map(|rows| {
+                ranges
+                    .iter()
+                    .map(|&(a, b)| mean_rows(&rows[(a - reuse) * w..(b - reuse) * w], w))
+                    .collect()
+            })
             .collect())
     }
 }

@@ -1127,6 +1127,20 @@ impl LocalModel {
         pieces: &[String],
         layer: usize,
     ) -> Result<Vec<(usize, Vec<f32>)>> {
+        let mut read = self.span_piece_layer_states(messages, pieces, &[layer])?;
+        let means = read.1.pop().ok_or_else(|| local("no block was read"))?;
+        Ok(read.0.into_iter().zip(means).collect())
+    }
+
+    /// Like [`Self::span_piece_states`] for several blocks read in one pass (`layers` strictly
+    /// increasing): each piece's token count, and for each block (in the order given) one mean
+    /// per piece. The pass costs what reading the highest block alone costs.
+    pub fn span_piece_layer_states(
+        &self,
+        messages: &[Message],
+        pieces: &[String],
+        layers: &[usize],
+    ) -> Result<(Vec<usize>, Vec<Vec<Vec<f32>>>)> {
         let span: String = pieces.concat();
         let (mut tokens, from) = self.span_tokens(messages, &span)?;
         tokens.truncate(from);
@@ -1143,8 +1157,8 @@ impl LocalModel {
             ranges.push((a, tokens.len()));
         }
         let tokens: Vec<i32> = tokens.iter().map(|t| t.0).collect();
-        let means = self.with_hidden(|h| h.means_over(&tokens, &ranges, layer))?;
-        Ok(ranges.iter().map(|(a, b)| b - a).zip(means).collect())
+        let means = self.with_hidden(|h| h.means_over_layers(&tokens, &ranges, layers))?;
+        Ok((ranges.iter().map(|(a, b)| b - a).collect(), means))
     }
 
     /// Run `f` on the hidden-state context, created on first use.

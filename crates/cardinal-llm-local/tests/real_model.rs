@@ -550,6 +550,40 @@ fn span_piece_states_split_the_span_reading_by_sentence() {
         .is_err());
 }
 
+/// `span_piece_layer_states`: several blocks from one pass. Each block's reading is the one a
+/// pass reading that block alone gives (to f32 rounding), the blocks differ from each other, and
+/// blocks out of order or the unreadable last block are errors.
+#[test]
+fn several_blocks_read_in_one_pass_equal_their_single_readings() {
+    use cardinal_llm::YesNoModel;
+    let m = model();
+    let answer = "Take one pill with food.";
+    let msgs = vec![
+        Message::system("You review answers."),
+        Message::user(format!("QUESTION: How do I take it?\n\nANSWER:\n{answer}")),
+    ];
+    let pieces = vec![answer.to_string()];
+    let (counts, by_block) = m
+        .span_piece_layer_states(&msgs, &pieces, &[4, 9, 12])
+        .unwrap();
+    assert_eq!(counts.len(), 1);
+    assert_eq!(by_block.len(), 3);
+    for (block, read) in [4usize, 9, 12].iter().zip(&by_block) {
+        let alone = m.span_states(&msgs, answer, *block).unwrap();
+        assert_eq!(read[0].len(), alone.len());
+        for (a, b) in read[0].iter().zip(&alone) {
+            assert!(
+                (a - b).abs() < 1e-3 * (1.0 + b.abs()),
+                "block {block}: {a} vs {b}"
+            );
+        }
+    }
+    assert_ne!(by_block[0][0], by_block[2][0]);
+    assert!(m.span_piece_layer_states(&msgs, &pieces, &[9, 4]).is_err());
+    assert!(m.span_piece_layer_states(&msgs, &pieces, &[]).is_err());
+    assert!(m.span_piece_layer_states(&msgs, &pieces, &[4, 23]).is_err());
+}
+
 /// The policy's readings share their prefix (a one-line system prompt): it is evaluated once
 /// and kept, and a reading is bit-identical to one taken by a fresh model, whatever was read
 /// before — another message, another block, a judge-sized prompt.

@@ -1,0 +1,125 @@
+//! Experiment (issue 14, docs/calibration.md "several blocks and a reviewer's question"):
+//! probe-v1's prompt read at several blocks of the 1.5B judge in one pass, averaged over the
+//! answer and over each of two fixed reviewer's questions appended after it, written as JSON
+//! lines for `scripts/experiments/probe_blocks.py`.
+//!
+//! ```text
+//! cargo run -p cardinal-harness --example probe_blocks -- \
+//!     --split dev --framing full --out .cardinal/exp/blocks-dev-full.jsonl
+//! ```
+//!
+//! The questions come after the answer, so the answer's reading is probe-v1's exactly (causal
+//! attention). `--category rule_violation` reads only that category's items (the header-only
+//! control). Resumable: items already in the output file are skipped. Not part of the product.
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use cardinal_dataset::calibration::{load_calibration_dir, Category, Split};
+use cardinal_judge::checks::CheckFraming;
+use cardinal_kb::KnowledgeBase;
+
+/// The blocks read (0-based, of 28), in increasing order.
+const BLOCKS: [usize; 4] = [6, 10, 14, 18];
+
+/// The reviewer's questions appended after the answer: support by the facts (groundedness),
+/// then contradiction or a forbidden instruction (faithfulness). Fixed for every item.
+const QUESTIONS: [&str; 2] = [
+    "\n\nREVIEW 1: Is every statement of this ANSWER supported by the cards' FACTS?",
+    "\nREVIEW 2: Does this ANSWER contradict a FACT, or tell the patient to do what a card's RULES forbid?",
+];
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let split = match arg(&args, "--split").as_deref() {
+        Some("dev") => Split::Dev,
+        Some("test") => Split::Test,
+        _ => return Err("--split dev|test".into()),
+    };
+    let framing = match arg(&args, "--framing").as_deref() {
+        Some("full") => CheckFraming::FullCard,
+        Some("header") => CheckFraming::HeaderOnly,
+        _ => return Err("--framing full|header".into()),
+    };
+    let out: PathBuf = arg(&args, "--out").ok_or("--out FILE")?.into();
+    let category: Option<Category> = match arg(&args, "--category") {
+        None => None,
+        Some(c) => Some(
+            serde_json::from_value(serde_json::Value::String(c.clone()))
+                .map_err(|_| format!("--category: unknown category {c:?}"))?,
+        ),
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let kb = KnowledgeBase::load(&root.join("data/kb"))?;
+    let (items, diags) = load_calibration_dir(&root.join("data/calibration"))?;
+    if !diags.is_empty() {
+        return Err(format!("calibration corpus problems:\n{diags}").into());
+    }
+    let done: HashSet<String> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("item_id")?.as_str().map(String::from))
+        .collect();
+    let (gguf, sha256) =
+        cardinal_harness::models::local_gguf("qwen2.5-coder-1.5b", &cardinal_harness::Silent)?;
+    let model = cardinal_llm_local::LocalModel::load(
+        &gguf,
+        cardinal_llm_local::LocalOptions {
+            sha256: Some(sha256),
+            context_size: 4096,
+            ..Default::default()
+        },
+    )?;
+    let mut sink = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&out)?;
+    let todo: Vec<_> = items
+        .iter()
+        .filter(|li| li.item.split == split && !done.contains(&li.item.id))
+        .filter(|li| category.is_none_or(|c| li.item.category == c))
+        .collect();
+    let t0 = std::time::Instant::now();
+    for (k, li) in todo.iter().enumerate() {
+        let it = &li.item;
+        if !it.cited.iter().any(|id| kb.get(id).is_some()) {
+            continue;
+        }
+        let input = cardinal_harness::calibration::item_input(&kb, it);
+        let plan = cardinal_judge::probe::plan(&input, framing);
+        let mut messages = plan.messages.clone();
+        let Some(last) = messages.last_mut() else {
+            return Err("the probe's plan has no message".into());
+        };
+        last.content.push_str(&QUESTIONS.concat());
+        let mut pieces = vec![plan.span.clone()];
+        pieces.extend(QUESTIONS.iter().map(|q| q.to_string()));
+        let (counts, by_block) = model.span_piece_layer_states(&messages, &pieces, &BLOCKS)?;
+        let row = serde_json::json!({
+            "item_id": it.id,
+            "framing": if framing == CheckFraming::FullCard { "full_card" } else { "header_only" },
+            "tokens": counts,
+            "blocks": BLOCKS,
+            // by_block[b][piece]: answer, question 1, question 2.
+            "means": by_block,
+        });
+        writeln!(sink, "{row}")?;
+        sink.flush()?;
+        eprintln!(
+            "{}/{} {} {:.0} s",
+            k + 1,
+            todo.len(),
+            it.id,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
