@@ -37,10 +37,7 @@
 #             (with the control on the test rule-violation items). Nothing else reads test.
 import json, sys
 import numpy as np
-from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds, print_test_figures
-from sklearn.preprocessing import StandardScaler
-from sklearn.decomposition import PCA
-from sklearn.linear_model import Ridge
+from probe_common import DIMS, load_labels, binof, binned, kappa_q, topic_folds, print_test_figures, fit, cv
 
 BLOCKS = [6, 10, 14, 18]
 PIECES = {'A': 0, 'Q1': 1, 'Q2': 2}
@@ -66,29 +63,6 @@ def readings(path):
 
 def features(R, ids, variant):
     return np.array([np.concatenate([R[i][BLOCKS.index(b)][PIECES[p]] for p, b in VARIANTS[variant]]) for i in ids])
-
-
-def model():
-    return StandardScaler(), PCA(32, svd_solver='full'), Ridge(alpha=10)
-
-
-def fit(X, y):
-    s, p, r = model()
-    Z = p.fit_transform(s.fit_transform(X)); r.fit(Z, y)
-    pred = lambda A: r.predict(p.transform(s.transform(A)))
-    lo, hi = cuts_fit(pred(X), y)
-    return pred, lo, hi
-
-
-def cv(X, Xc, has_c, y, groups):
-    pb = np.zeros(len(y), int); pc = np.full(len(y), -1)
-    for g in np.unique(groups):
-        te = groups == g; tr = ~te
-        pred, lo, hi = fit(X[tr], y[tr])
-        pb[te] = binned(pred(X[te]), lo, hi)
-        tc = te & has_c
-        if tc.any(): pc[tc] = binned(pred(Xc[tc]), lo, hi)
-    return pb, pc
 
 
 if sys.argv[1] == 'dev':

@@ -71,3 +71,33 @@ def print_test_figures(name, yt, pb, lang, dev_bins):
     print('  confusion (rows human low/mid/high, columns judge):', cm.tolist())
     maj = np.bincount(dev_bins).argmax()
     print(f'  majority bin (dev) on test: {(yt == maj).mean():.3f}')
+
+
+def model():
+    """probe-v1's pipeline: standardise, PCA 32 (exact solver), ridge alpha 10."""
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import Ridge
+    return StandardScaler(), PCA(32, svd_solver='full'), Ridge(alpha=10)
+
+
+def fit(X, y):
+    """Fit the pipeline on (X, y 1-5 scores) and its cut points on its own predictions."""
+    s, p, r = model()
+    Z = p.fit_transform(s.fit_transform(X)); r.fit(Z, y)
+    pred = lambda A: r.predict(p.transform(s.transform(A)))
+    lo, hi = cuts_fit(pred(X), y)
+    return pred, lo, hi
+
+
+def cv(X, Xc, has_c, y, groups):
+    """Out-of-fold bins over the folds `groups`, for X and, where has_c, for the control
+    features Xc (-1 elsewhere)."""
+    pb = np.zeros(len(y), int); pc = np.full(len(y), -1)
+    for g in np.unique(groups):
+        te = groups == g; tr = ~te
+        pred, lo, hi = fit(X[tr], y[tr])
+        pb[te] = binned(pred(X[te]), lo, hi)
+        tc = te & has_c
+        if tc.any(): pc[tc] = binned(pred(Xc[tc]), lo, hi)
+    return pb, pc

@@ -9,7 +9,12 @@
 //! ```
 //!
 //! The questions come after the answer, so the answer's reading is probe-v1's exactly (causal
-//! attention). `--category rule_violation` reads only that category's items (the header-only
+//! attention).
+//!
+//! `--rules-after` appends, instead of the questions, a fixed line and then each rule of the
+//! cited cards on its own line (`RULE k: text`), and reads blocks 14 and 18: each rule's
+//! reading is then taken after the model has read the answer. The header-only framing shows
+//! no rule anywhere, so it has no rule piece. `--category rule_violation` reads only that category's items (the header-only
 //! control). Resumable: items already in the output file are skipped. Not part of the product.
 use std::collections::HashSet;
 use std::io::Write;
@@ -21,6 +26,12 @@ use cardinal_kb::KnowledgeBase;
 
 /// The blocks read (0-based, of 28), in increasing order.
 const BLOCKS: [usize; 4] = [6, 10, 14, 18];
+
+/// Blocks read with `--rules-after`.
+const RULE_BLOCKS: [usize; 2] = [14, 18];
+
+/// The line before the rules re-listed after the answer (`--rules-after`).
+const RULES_AFTER: &str = "\n\nThe ANSWER, checked against each RULE:";
 
 /// The reviewer's questions appended after the answer: support by the facts (groundedness),
 /// then contradiction or a forbidden instruction (faithfulness). Fixed for every item.
@@ -49,6 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("--framing full|header".into()),
     };
     let out: PathBuf = arg(&args, "--out").ok_or("--out FILE")?.into();
+    let rules_after = args.iter().any(|a| a == "--rules-after");
+    let blocks: &[usize] = if rules_after { &RULE_BLOCKS } else { &BLOCKS };
     let category: Option<Category> = match arg(&args, "--category") {
         None => None,
         Some(c) => Some(
@@ -95,20 +108,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let input = cardinal_harness::calibration::item_input(&kb, it);
         let plan = cardinal_judge::probe::plan(&input, framing);
+        let mut pieces = vec![plan.span.clone()];
+        if rules_after {
+            pieces.push(RULES_AFTER.to_string());
+            if framing == CheckFraming::FullCard {
+                let rules = input.cited.iter().flat_map(|c| c.rules().iter());
+                for (k, r) in rules.enumerate() {
+                    pieces.push(format!("\nRULE {}: {}", k + 1, r.trim()));
+                }
+            }
+        } else {
+            pieces.extend(QUESTIONS.iter().map(|q| q.to_string()));
+        }
         let mut messages = plan.messages.clone();
         let Some(last) = messages.last_mut() else {
             return Err("the probe's plan has no message".into());
         };
-        last.content.push_str(&QUESTIONS.concat());
-        let mut pieces = vec![plan.span.clone()];
-        pieces.extend(QUESTIONS.iter().map(|q| q.to_string()));
-        let (counts, by_block) = model.span_piece_layer_states(&messages, &pieces, &BLOCKS)?;
+        last.content.push_str(&pieces[1..].concat());
+        let (counts, by_block) = model.span_piece_layer_states(&messages, &pieces, blocks)?;
         let row = serde_json::json!({
             "item_id": it.id,
             "framing": if framing == CheckFraming::FullCard { "full_card" } else { "header_only" },
             "tokens": counts,
-            "blocks": BLOCKS,
-            // by_block[b][piece]: answer, question 1, question 2.
+            "blocks": blocks,
+            "rules_after": rules_after,
+            // by_block[b][piece]: the answer, then question 1 and 2, or the line before the
+            // rules and one piece per rule (--rules-after).
             "means": by_block,
         });
         writeln!(sink, "{row}")?;
