@@ -10,7 +10,9 @@
 //! - shortcut baselines fitted on **dev** and scored on **test**: no one-feature surface rule
 //!   beats the majority bin by more than [`MAX_SHORTCUT_MARGIN`];
 //! - the split: every stratum (category × faithfulness bin) has dev and test within one item
-//!   of each other;
+//!   of each other, counting the items of the balanced split (corpus v2); the items of the
+//!   dev-only extension (ids starting [`DEV_EXTENSION_PREFIX`]) must be `dev` and are not
+//!   counted there — they add training labels without changing the frozen test split;
 //! - ≥ 30 % of the items carry an independent second label; every bin disagreement between
 //!   the labellers is adjudicated (score and note);
 //! - rule_violation items: a `header_check` note, and every number in the answer appears in a
@@ -37,6 +39,10 @@ pub const MIN_BIN_SHARE: f64 = 0.20;
 pub const MIN_SECOND_LABEL_SHARE: f64 = 0.30;
 /// Share of translated items, at most.
 pub const MAX_TRANSLATED_SHARE: f64 = 0.20;
+/// Id prefix of the dev-only extension (2026-12-07): new labelled items written after the
+/// split was frozen, all in `dev`, so that fits read more labels while the test split stays
+/// the one every reported variant was scored on.
+pub const DEV_EXTENSION_PREFIX: &str = "cal3-";
 
 /// Figures of one language.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -199,9 +205,21 @@ pub fn check(kb: &KnowledgeBase, items: &[LoadedItem]) -> CorpusReport {
             }
             sc.insert(dim.to_string(), s);
         }
-        // Split stratification.
+        // Split stratification (the balanced split), and the dev-only extension.
+        for it in its
+            .iter()
+            .filter(|it| it.id.starts_with(DEV_EXTENSION_PREFIX) && it.split != Split::Dev)
+        {
+            problems.push(format!(
+                "{}: items of the dev-only extension ({DEV_EXTENSION_PREFIX}*) must be in the dev split",
+                it.id
+            ));
+        }
         let mut strata: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
-        for it in &its {
+        for it in its
+            .iter()
+            .filter(|it| !it.id.starts_with(DEV_EXTENSION_PREFIX))
+        {
             let b = it
                 .reference("faithfulness")
                 .and_then(bin)
@@ -390,5 +408,50 @@ mod tests {
             numbers("Call 555-0142 within 2 days, at 3:30 [lab-results.en]. 38,5 °C."),
             vec!["555-0142", "2", "3:30", "38,5"]
         );
+    }
+
+    /// The bundled corpus passes; an item of the dev-only extension does not count in the
+    /// split's balance, while the same item under a v2 id does, and an extension item outside
+    /// dev is a problem.
+    #[test]
+    fn the_dev_only_extension_is_outside_the_split_balance_and_must_be_dev() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+        let kb = KnowledgeBase::load(&data.join("kb")).unwrap();
+        let (items, diags) =
+            cardinal_dataset::calibration::load_calibration_dir(&data.join("calibration")).unwrap();
+        assert!(diags.is_empty(), "{diags}");
+        assert_eq!(check(&kb, &items).problems, Vec::<String>::new());
+        let balanced = |p: &str| p.contains("stratum");
+        // Three more dev items of one stratum, under v2 ids: the balance breaks (it was within
+        // one item).
+        let Some(base) = items
+            .iter()
+            .find(|li| li.item.lang == Lang::En && !li.item.id.starts_with(DEV_EXTENSION_PREFIX))
+        else {
+            panic!("no en item");
+        };
+        let extra = |id: &str, split: Split| {
+            let mut li = base.clone();
+            li.item.id = id.to_string();
+            li.item.split = split;
+            li
+        };
+        let mut more = items.clone();
+        for id in ["cal2-en-900", "cal2-en-901", "cal2-en-902"] {
+            more.push(extra(id, Split::Dev));
+        }
+        assert!(check(&kb, &more).problems.iter().any(|p| balanced(p)));
+        // The same three as extension items: no balance problem.
+        let mut ext = items.clone();
+        for id in ["cal3-en-900", "cal3-en-901", "cal3-en-902"] {
+            ext.push(extra(id, Split::Dev));
+        }
+        assert!(!check(&kb, &ext).problems.iter().any(|p| balanced(p)));
+        // An extension item in test is refused.
+        ext.push(extra("cal3-en-903", Split::Test));
+        assert!(check(&kb, &ext)
+            .problems
+            .iter()
+            .any(|p| p.starts_with("cal3-en-903") && p.contains("dev split")));
     }
 }
