@@ -14,6 +14,8 @@ adjudication, all committed before any judge score of these items exists).
         reads DIR/<lang>.second.jsonl ({"id", "second_labels"}) and writes
         DIR/<lang>.adjudicate.jsonl: the items whose bins differ, both labels in a seeded shuffled
         order (as A and B), for an adjudicator who does not know who wrote which.
+    python3 scripts/calibration-extension.py blind-all DIR
+        like `blind`, every item (a small addendum is second-labelled whole).
     python3 scripts/calibration-extension.py merge DIR
         appends the merged items (first labels, second labels, adjudications from
         DIR/<lang>.adjudicated.jsonl: {"id", "adjudicated": {dim: {"score", "note"}}}) to
@@ -48,7 +50,7 @@ def write(path, rows):
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def blind(d):
+def blind(d, share_all=False):
     for lang in LANGS:
         if not (d / f"{lang}.first.jsonl").exists() or (d / f"{lang}.blind.jsonl").exists():
             continue
@@ -59,7 +61,7 @@ def blind(d):
         picked, start = [], 0
         for key in sorted(groups):
             g = sorted(groups[key], key=lambda it: h(it["id"]))
-            picked += [it for i, it in enumerate(g) if (i + start) % 2 == 0]
+            picked += [it for i, it in enumerate(g) if share_all or (i + start) % 2 == 0]
             if len(g) % 2 == 1:
                 start ^= 1
         picked.sort(key=lambda it: it["id"])
@@ -90,10 +92,13 @@ def disagreements(d):
 
 def merge(d):
     for lang in LANGS:
+        if not (d / f"{lang}.first.jsonl").exists():
+            continue
         target = Path("data/calibration") / f"{lang}.jsonl"
         have = {it["id"] for it in read(target)}
         items = read(d / f"{lang}.first.jsonl")
-        second = {s["id"]: s["second_labels"] for s in read(d / f"{lang}.second.jsonl")}
+        second_path = d / f"{lang}.second.jsonl"
+        second = {s["id"]: s["second_labels"] for s in read(second_path)} if second_path.exists() else {}
         adj_path = d / f"{lang}.adjudicated.jsonl"
         adj = {a["id"]: a["adjudicated"] for a in read(adj_path)} if adj_path.exists() else {}
         clash = sorted(have & {it["id"] for it in items})
@@ -115,6 +120,8 @@ def merge(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("blind", "disagreements", "merge"):
+    commands = {"blind": blind, "blind-all": lambda d: blind(d, True),
+                "disagreements": disagreements, "merge": merge}
+    if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
-    {"blind": blind, "disagreements": disagreements, "merge": merge}[sys.argv[1]](Path(sys.argv[2]))
+    commands[sys.argv[1]](Path(sys.argv[2]))
