@@ -1115,6 +1115,9 @@ impl cardinal_llm::YesNoModel for LocalModel {
     }
 }
 
+/// Mean block outputs of one pass: for each block read, one mean per piece.
+pub type BlockReadings = Vec<Vec<Vec<f32>>>;
+
 impl LocalModel {
     /// Like [`cardinal_llm::YesNoModel::span_states`], one mean per piece: the pieces, joined,
     /// must end the last message's content, and each is tokenized on its own (split them where
@@ -1140,7 +1143,7 @@ impl LocalModel {
         messages: &[Message],
         pieces: &[String],
         layers: &[usize],
-    ) -> Result<(Vec<usize>, Vec<Vec<Vec<f32>>>)> {
+    ) -> Result<(Vec<usize>, BlockReadings)> {
         let span: String = pieces.concat();
         let (mut tokens, from) = self.span_tokens(messages, &span)?;
         tokens.truncate(from);
