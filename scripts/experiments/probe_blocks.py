@@ -37,7 +37,7 @@
 #             (with the control on the test rule-violation items). Nothing else reads test.
 import json, sys
 import numpy as np
-from probe_common import DIMS, load_labels, binof, binned, kappa_q, topic_folds, print_test_figures, fit, cv
+from probe_common import DIMS, load_labels, binof, binned, topic_folds, print_test_figures, fit, cv, score_variant
 
 BLOCKS = [6, 10, 14, 18]
 PIECES = {'A': 0, 'Q1': 1, 'Q2': 2}
@@ -80,16 +80,8 @@ if sys.argv[1] == 'dev':
     for v in VARIANTS:
         X = features(Rf, ids, v)
         Xc = np.array([features(Rh, [i], v)[0] if i in Rh else np.zeros(X.shape[1]) for i in ids])
-        res = {}
-        for dim in DIMS:
-            y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(s) for s in y])
-            for sname, groups in [('topic', tg), ('lang', lang)]:
-                pb, pc = cv(X, Xc, has_c, y, groups)
-                a = (pb == yb).mean(); per = {l: round(float((pb[lang == l] == yb[lang == l]).mean()), 3) for l in np.unique(lang)}
-                cf, ch = (pb[rv] == yb[rv]).mean(), (pc[rv] == yb[rv]).mean()
-                res[(dim, sname)] = a
-                print(f'{v:4s} {dim:13s} {sname:5s} {a:.3f} kq {kappa_q(yb, pb):.2f} {per}  control {cf:.3f} / {ch:.3f} ({cf - ch:+.3f})')
-        summary[v] = {d: float(np.mean([res[(d, s)] for s in ['topic', 'lang']])) for d in DIMS}
+        res = score_variant(v, X, Xc, has_c, ids, labels, lang, rv, tg, cv)
+        summary[v] = {d: float(np.mean([res[(d, s)][0] for s in ['topic', 'lang']])) for d in DIMS}
     print('mean over both fold schemes:', {v: {d: round(x, 3) for d, x in s.items()} for v, s in summary.items()})
     base = summary['F']; ok = {}
     for v in VARIANTS:

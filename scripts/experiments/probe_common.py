@@ -101,3 +101,20 @@ def cv(X, Xc, has_c, y, groups):
         tc = te & has_c
         if tc.any(): pc[tc] = binned(pred(Xc[tc]), lo, hi)
     return pb, pc
+
+
+def score_variant(name, X, Xc, has_c, ids, labels, lang, rv, tg, cv_fn=cv):
+    """One variant's out-of-fold agreement per gated dimension and fold scheme (topic-grouped
+    folds `tg`, one language held out), printed with kappa, per-language agreement and the
+    control on the rule-violation items `rv`; returns {(dim, scheme): (agreement, control
+    difference)}."""
+    res = {}
+    for dim in DIMS:
+        y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(s) for s in y])
+        for sname, groups in [('topic', tg), ('lang', lang)]:
+            pb, pc = cv_fn(X, Xc, has_c, y, groups)
+            a = (pb == yb).mean(); per = {str(l): round(float((pb[lang == l] == yb[lang == l]).mean()), 3) for l in np.unique(lang)}
+            cf, ch = (pb[rv] == yb[rv]).mean(), (pc[rv] == yb[rv]).mean()
+            res[(dim, sname)] = (a, cf - ch)
+            print(f'{name:4s} {dim:13s} {sname:5s} {a:.3f} kq {kappa_q(yb, pb):.2f} {per}  control {cf:.3f} / {ch:.3f} ({cf - ch:+.3f})')
+    return res

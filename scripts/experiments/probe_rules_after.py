@@ -34,7 +34,7 @@
 #   test      only the chosen variant, fitted on all dev items, scored once on all test items.
 import json, sys
 import numpy as np
-from probe_common import DIMS, load_labels, binof, binned, kappa_q, topic_folds, print_test_figures, fit
+from probe_common import DIMS, load_labels, binof, binned, topic_folds, print_test_figures, fit, score_variant
 
 VARIANTS = ['F', 'FR14', 'FR18', 'FRM']
 labels = load_labels()
@@ -94,15 +94,7 @@ if sys.argv[1] == 'dev':
     for v in VARIANTS:
         X = features(Rf, ids, v)
         Xc = np.array([features(Rh, [i], v)[0] if i in Rh else np.zeros(X.shape[1]) for i in ids])
-        res = {}
-        for dim in DIMS:
-            y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(s) for s in y])
-            for sname, groups in [('topic', tg), ('lang', lang)]:
-                pb, pc = cv(X, Xc, has_c, y, groups)
-                a = (pb == yb).mean(); per = {str(l): round(float((pb[lang == l] == yb[lang == l]).mean()), 3) for l in np.unique(lang)}
-                cf, ch = (pb[rv] == yb[rv]).mean(), (pc[rv] == yb[rv]).mean()
-                res[(dim, sname)] = (a, cf - ch)
-                print(f'{v:4s} {dim:13s} {sname:5s} {a:.3f} kq {kappa_q(yb, pb):.2f} {per}  control {cf:.3f} / {ch:.3f} ({cf - ch:+.3f})')
+        res = score_variant(v, X, Xc, has_c, ids, labels, lang, rv, tg, cv)
         summary[v] = {d: float(np.mean([res[(d, s)][0] for s in ['topic', 'lang']])) for d in DIMS}
         summary[v]['control'] = float(np.mean([res[('faithfulness', s)][1] for s in ['topic', 'lang']]))
     print('mean over both fold schemes:', {v: {d: round(x, 3) for d, x in s.items()} for v, s in summary.items()})

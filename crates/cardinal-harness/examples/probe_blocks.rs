@@ -16,13 +16,11 @@
 //! reading is then taken after the model has read the answer. The header-only framing shows
 //! no rule anywhere, so it has no rule piece. `--category rule_violation` reads only that category's items (the header-only
 //! control). Resumable: items already in the output file are skipped. Not part of the product.
-use std::collections::HashSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
-use cardinal_dataset::calibration::{load_calibration_dir, Category, Split};
 use cardinal_judge::checks::CheckFraming;
-use cardinal_kb::KnowledgeBase;
+
+mod common;
 
 /// The blocks read (0-based, of 28), in increasing order.
 const BLOCKS: [usize; 4] = [6, 10, 14, 18];
@@ -40,73 +38,16 @@ const QUESTIONS: [&str; 2] = [
     "\nREVIEW 2: Does this ANSWER contradict a FACT, or tell the patient to do what a card's RULES forbid?",
 ];
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), common::Error> {
     let args: Vec<String> = std::env::args().collect();
-    let split = match arg(&args, "--split").as_deref() {
-        Some("dev") => Split::Dev,
-        Some("test") => Split::Test,
-        _ => return Err("--split dev|test".into()),
-    };
-    let framing = match arg(&args, "--framing").as_deref() {
-        Some("full") => CheckFraming::FullCard,
-        Some("header") => CheckFraming::HeaderOnly,
-        _ => return Err("--framing full|header".into()),
-    };
-    let out: PathBuf = arg(&args, "--out").ok_or("--out FILE")?.into();
     let rules_after = args.iter().any(|a| a == "--rules-after");
     let blocks: &[usize] = if rules_after { &RULE_BLOCKS } else { &BLOCKS };
-    let category: Option<Category> = match arg(&args, "--category") {
-        None => None,
-        Some(c) => Some(
-            serde_json::from_value(serde_json::Value::String(c.clone()))
-                .map_err(|_| format!("--category: unknown category {c:?}"))?,
-        ),
-    };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let kb = KnowledgeBase::load(&root.join("data/kb"))?;
-    let (items, diags) = load_calibration_dir(&root.join("data/calibration"))?;
-    if !diags.is_empty() {
-        return Err(format!("calibration corpus problems:\n{diags}").into());
-    }
-    let done: HashSet<String> = std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v.get("item_id")?.as_str().map(String::from))
-        .collect();
-    let (gguf, sha256) =
-        cardinal_harness::models::local_gguf("qwen2.5-coder-1.5b", &cardinal_harness::Silent)?;
-    let model = cardinal_llm_local::LocalModel::load(
-        &gguf,
-        cardinal_llm_local::LocalOptions {
-            sha256: Some(sha256),
-            context_size: 4096,
-            ..Default::default()
-        },
-    )?;
-    let mut sink = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&out)?;
-    let todo: Vec<_> = items
-        .iter()
-        .filter(|li| li.item.split == split && !done.contains(&li.item.id))
-        .filter(|li| category.is_none_or(|c| li.item.category == c))
-        .collect();
+    let mut run = common::Run::start(&args)?;
+    let (framing, todo) = (run.framing, std::mem::take(&mut run.todo));
     let t0 = std::time::Instant::now();
     for (k, li) in todo.iter().enumerate() {
         let it = &li.item;
-        if !it.cited.iter().any(|id| kb.get(id).is_some()) {
-            continue;
-        }
-        let input = cardinal_harness::calibration::item_input(&kb, it);
+        let input = cardinal_harness::calibration::item_input(&run.kb, it);
         let plan = cardinal_judge::probe::plan(&input, framing);
         let mut pieces = vec![plan.span.clone()];
         if rules_after {
@@ -125,10 +66,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err("the probe's plan has no message".into());
         };
         last.content.push_str(&pieces[1..].concat());
-        let (counts, by_block) = model.span_piece_layer_states(&messages, &pieces, blocks)?;
+        let (counts, by_block) = run
+            .model
+            .span_piece_layer_states(&messages, &pieces, blocks)?;
         let row = serde_json::json!({
             "item_id": it.id,
-            "framing": if framing == CheckFraming::FullCard { "full_card" } else { "header_only" },
+            "framing": run.framing_name(),
             "tokens": counts,
             "blocks": blocks,
             "rules_after": rules_after,
@@ -136,8 +79,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // rules and one piece per rule (--rules-after).
             "means": by_block,
         });
-        writeln!(sink, "{row}")?;
-        sink.flush()?;
+        writeln!(run.sink, "{row}")?;
+        run.sink.flush()?;
         eprintln!(
             "{}/{} {} {:.0} s",
             k + 1,
