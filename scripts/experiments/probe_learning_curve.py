@@ -6,31 +6,27 @@
 # Dev items only. Needs numpy and scikit-learn.
 #
 #   python3 scripts/experiments/probe_learning_curve.py .cardinal/exp/blocks-dev-full.jsonl
-import json, os, sys
+import json, sys
 import numpy as np
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe_common import DIMS, load_labels, binof, cuts_fit, binned, topic_folds
-from sklearn.preprocessing import StandardScaler
-from sklearn.decomposition import PCA
-from sklearn.linear_model import Ridge
-labels=load_labels()
-R={}
+from probe_common import DIMS, load_labels, binof, binned, topic_folds, fit
+
+labels = load_labels()
+R = {}
 for line in open(sys.argv[1]):
-    r=json.loads(line); R[r['item_id']]=np.array(r['means'][2][0])
-ids=sorted(R); X=np.array([R[i] for i in ids]); lang=np.array([labels[i][0]['lang'] for i in ids])
-tg=topic_folds(labels,ids)
-for frac in [0.4,0.6,0.8,1.0]:
-  out={}
-  for dim in DIMS:
-    y=np.array([labels[i][1][dim] for i in ids]); yb=np.array([binof(v) for v in y]); accs=[]
-    for rep in range(5):
-      rng=np.random.RandomState(rep); pb=np.zeros(len(y),int)
-      for g in np.unique(tg):
-        te=tg==g; tr=np.where(~te)[0]; tr=rng.choice(tr, int(len(tr)*frac), replace=False)
-        s=StandardScaler().fit(X[tr]); p=PCA(min(32,len(tr)-1),svd_solver='full').fit(s.transform(X[tr])); r=Ridge(alpha=10).fit(p.transform(s.transform(X[tr])),y[tr])
-        f=lambda A: r.predict(p.transform(s.transform(A)))
-        lo,hi=cuts_fit(f(X[tr]),y[tr]); pb[te]=binned(f(X[te]),lo,hi)
-      accs.append((pb==yb).mean())
-      if frac==1.0: break
-    out[dim]=round(float(np.mean(accs)),3)
-  print(frac, int(0.9*215*frac), out)
+    r = json.loads(line); R[r['item_id']] = np.array(r['means'][2][0])
+ids = sorted(R); X = np.array([R[i] for i in ids])
+tg = topic_folds(labels, ids)
+for frac in [0.4, 0.6, 0.8, 1.0]:
+    out = {}; sizes = []
+    for dim in DIMS:
+        y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(v) for v in y]); accs = []
+        for rep in range(5):
+            rng = np.random.RandomState(rep); pb = np.zeros(len(y), int)
+            for g in np.unique(tg):
+                te = tg == g; tr = np.where(~te)[0]; tr = rng.choice(tr, int(len(tr) * frac), replace=False)
+                sizes.append(len(tr))
+                pred, lo, hi = fit(X[tr], y[tr]); pb[te] = binned(pred(X[te]), lo, hi)
+            accs.append((pb == yb).mean())
+            if frac == 1.0: break
+        out[dim] = round(float(np.mean(accs)), 3)
+    print(frac, f'{np.mean(sizes):.0f} training items per fold', out)

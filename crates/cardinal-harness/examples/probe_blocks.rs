@@ -14,8 +14,10 @@
 //! `--rules-after` appends, instead of the questions, a fixed line and then each rule of the
 //! cited cards on its own line (`RULE k: text`), and reads blocks 14 and 18: each rule's
 //! reading is then taken after the model has read the answer. The header-only framing shows
-//! no rule anywhere, so it has no rule piece. `--category rule_violation` reads only that category's items (the header-only
-//! control). Resumable: items already in the output file are skipped. Not part of the product.
+//! no rule anywhere, so it has no rule piece.
+//!
+//! `--category rule_violation` reads only that category's items (the header-only control).
+//! Resumable: items already in the output file are skipped. Not part of the product.
 use std::io::Write;
 
 use cardinal_judge::checks::CheckFraming;

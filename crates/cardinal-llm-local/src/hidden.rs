@@ -89,9 +89,10 @@ pub(crate) struct HiddenContext {
     n_layer: usize,
     n_ctx: usize,
     chunk: usize,
-    /// The prefix whose blocks up to the highest read block are in the KV cache, as (blocks
-    /// read, tokens): the last reading's own chunk of prefix, when it had one.
-    cached: Option<(Vec<usize>, Vec<i32>)>,
+    /// The prefix whose blocks `0..=block` are in the KV cache, as (highest block read,
+    /// tokens): the last reading's own chunk of prefix, when it had one. Which lower blocks
+    /// that reading collected does not matter: their KV entries are there either way.
+    cached: Option<(usize, Vec<i32>)>,
 }
 
 // SAFETY: the context and collector are only used through `&mut self` (behind the model's
@@ -249,7 +250,7 @@ impl HiddenContext {
             && self
                 .cached
                 .as_ref()
-                .is_some_and(|(blocks, prefix)| blocks == layers && prefix[..] == tokens[..first])
+                .is_some_and(|(block, prefix)| *block == layer && prefix[..] == tokens[..first])
         {
             first
         } else {
@@ -324,7 +325,7 @@ impl HiddenContext {
             }
         }
         if split {
-            self.cached = Some((layers.to_vec(), tokens[..first].to_vec()));
+            self.cached = Some((layer, tokens[..first].to_vec()));
         }
         // SAFETY: no decode is running.
         let c = unsafe { self.collector.as_ref() };
