@@ -118,3 +118,32 @@ def score_variant(name, X, Xc, has_c, ids, labels, lang, rv, tg, cv_fn=cv):
             res[(dim, sname)] = (a, cf - ch)
             print(f'{name:4s} {dim:13s} {sname:5s} {a:.3f} kq {kappa_q(yb, pb):.2f} {per}  control {cf:.3f} / {ch:.3f} ({cf - ch:+.3f})')
     return res
+
+
+class ProbePlus:
+    """probe-v1's pipeline with extra features E appended after the PCA (standardised, same
+    ridge); with use_probe False, the ridge on E alone."""
+
+    def __init__(self, use_probe=True):
+        self.use_probe = use_probe
+
+    def fit(self, X, E, y):
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.decomposition import PCA
+        from sklearn.linear_model import Ridge
+        parts = []
+        if self.use_probe:
+            self.sx = StandardScaler().fit(X); self.pca = PCA(32, svd_solver='full').fit(self.sx.transform(X))
+            parts.append(self.pca.transform(self.sx.transform(X)))
+        if E.shape[1]:
+            self.se = StandardScaler().fit(E); parts.append(self.se.transform(E))
+        self.r = Ridge(alpha=10).fit(np.hstack(parts), y)
+        return self
+
+    def predict(self, X, E):
+        parts = []
+        if self.use_probe:
+            parts.append(self.pca.transform(self.sx.transform(X)))
+        if E.shape[1]:
+            parts.append(self.se.transform(E))
+        return self.r.predict(np.hstack(parts))

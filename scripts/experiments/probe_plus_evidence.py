@@ -29,10 +29,7 @@
 #   test      only the chosen variants, fitted on all dev items, scored once on the test split.
 import json, sys, glob
 import numpy as np
-from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds, print_test_figures
-from sklearn.preprocessing import StandardScaler
-from sklearn.decomposition import PCA
-from sklearn.linear_model import Ridge
+from probe_common import DIMS, load_labels, binof, cuts_fit, binned, kappa_q, topic_folds, print_test_figures, ProbePlus
 
 labels = load_labels()
 
@@ -63,42 +60,8 @@ def extras(sig, ids, variant):
     return np.array(cols, float).reshape(len(ids), -1)
 
 
-class Model:
-    """probe-v1's pipeline with extra features appended after the PCA."""
-
-    def __init__(self, variant):
-        self.variant = variant
-
-    def fit(self, X, E, y):
-        self.use_probe = self.variant != 'ES'
-        parts = []
-        if self.use_probe:
-            self.sx = StandardScaler().fit(X); self.pca = PCA(32, svd_solver='full').fit(self.sx.transform(X))
-            parts.append(self.pca.transform(self.sx.transform(X)))
-        if E.shape[1]:
-            self.se = StandardScaler().fit(E); parts.append(self.se.transform(E))
-        self.r = Ridge(alpha=10).fit(np.hstack(parts), y)
-        return self
-
-    def predict(self, X, E):
-        parts = []
-        if self.use_probe:
-            parts.append(self.pca.transform(self.sx.transform(X)))
-        if E.shape[1]:
-            parts.append(self.se.transform(E))
-        return self.r.predict(np.hstack(parts))
-
-
-
-
-
-
-
-
-
-
 def fit_dim(variant, X, E, y):
-    m = Model(variant).fit(X, E, y)
+    m = ProbePlus(variant != 'ES').fit(X, E, y)
     lo, hi = cuts_fit(m.predict(X, E), y)
     return m, lo, hi
 

@@ -14,29 +14,6 @@ use std::io::Write;
 
 mod common;
 
-/// The answer cut after each sentence, so each piece but the first starts with the whitespace
-/// before its sentence (where the tokenizer splits anyway); the pieces join to `span`.
-fn pieces(span: &str) -> Vec<String> {
-    let mut ends: Vec<usize> = cardinal_kb::text::sentences(span)
-        .iter()
-        .map(|s| s.as_ptr() as usize - span.as_ptr() as usize + s.len())
-        .filter(|&e| e > 0 && e <= span.len())
-        .collect();
-    ends.dedup();
-    if ends.last() != Some(&span.len()) {
-        ends.push(span.len());
-    }
-    let mut out = Vec::new();
-    let mut from = 0;
-    for e in ends {
-        if e > from && span.is_char_boundary(e) {
-            out.push(span[from..e].to_string());
-            from = e;
-        }
-    }
-    out
-}
-
 fn main() -> Result<(), common::Error> {
     let args: Vec<String> = std::env::args().collect();
     let mut run = common::Run::start(&args)?;
@@ -46,7 +23,7 @@ fn main() -> Result<(), common::Error> {
         let it = &li.item;
         let input = cardinal_harness::calibration::item_input(&run.kb, it);
         let plan = cardinal_judge::probe::plan(&input, run.framing);
-        let parts = pieces(&plan.span);
+        let parts = common::pieces(&plan.span);
         let states =
             run.model
                 .span_piece_states(&plan.messages, &parts, cardinal_judge::probe::LAYER)?;
@@ -73,7 +50,7 @@ fn main() -> Result<(), common::Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::pieces;
+    use super::common::pieces;
 
     #[test]
     fn pieces_join_to_the_answer_and_start_with_the_space() {

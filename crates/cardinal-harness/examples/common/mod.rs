@@ -103,3 +103,27 @@ impl Run {
         }
     }
 }
+
+/// The answer cut after each sentence, so each piece but the first starts with the whitespace
+/// before its sentence (where the tokenizer splits anyway); the pieces join to `span`.
+#[allow(dead_code)] // probe_blocks reads the answer whole
+pub fn pieces(span: &str) -> Vec<String> {
+    let mut ends: Vec<usize> = cardinal_kb::text::sentences(span)
+        .iter()
+        .map(|s| s.as_ptr() as usize - span.as_ptr() as usize + s.len())
+        .filter(|&e| e > 0 && e <= span.len())
+        .collect();
+    ends.dedup();
+    if ends.last() != Some(&span.len()) {
+        ends.push(span.len());
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    for e in ends {
+        if e > from && span.is_char_boundary(e) {
+            out.push(span[from..e].to_string());
+            from = e;
+        }
+    }
+    out
+}

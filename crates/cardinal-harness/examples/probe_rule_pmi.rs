@@ -1,0 +1,155 @@
+//! Experiment (issue 14, docs/calibration.md "how much the rules make each sentence less
+//! expected"): for every answer sentence, its mean log-probability per token as the 1.5B
+//! judge model's own reply to the question under three system messages — no card (`none`),
+//! the cited cards' rules (`rules`), the cited cards' facts (`facts`) — plus probe-v1's
+//! reading of each sentence (block 14, the probe's prompt), written as JSON lines for
+//! `scripts/experiments/probe_rule_pmi.py`.
+//!
+//! ```text
+//! cargo run -p cardinal-harness --example probe_rule_pmi -- \
+//!     --split dev --framing full --out .cardinal/exp/rulepmi-dev-full.jsonl
+//! ```
+//!
+//! The construct: a sentence that tells the patient to do what a rule forbids should become
+//! *less* expected once the model is told the rule (`rules` − `none` < 0); a sentence the
+//! rules ask for, more expected. With `--framing header` (the ADR-0029 control) no rule is
+//! shown: only the probe's header-only reading and the `none` / `facts` passes are read.
+//!
+//! `--category rule_violation` reads only that category's items. Resumable: items already in
+//! the output file are skipped. Not part of the product.
+use std::io::Write;
+
+use cardinal_judge::checks::CheckFraming;
+use cardinal_llm::{Message, YesNoModel};
+
+mod common;
+
+const ASSISTANT: &str =
+    "You are a clinic's patient support assistant. Answer the patient's question.";
+
+/// A reply piece without its citation markers (`[card.id]`): the three system messages show
+/// no card id, so a marker is equally unexpected under each and only adds noise.
+fn unmarked(piece: &str) -> String {
+    let mut out = String::new();
+    let mut rest = piece;
+    while let Some(open) = rest.find('[') {
+        match rest[open..].find(']') {
+            Some(close) => {
+                out.push_str(rest[..open].trim_end_matches(' '));
+                rest = &rest[open + close + 1..];
+            }
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    if out.trim().is_empty() {
+        piece.to_string()
+    } else {
+        out
+    }
+}
+
+fn system_with(heading: &str, lines: &[String]) -> String {
+    let mut s = format!("{ASSISTANT} {heading}\n");
+    for l in lines {
+        s.push_str(&format!("- {}\n", l.trim()));
+    }
+    s
+}
+
+fn main() -> Result<(), common::Error> {
+    let args: Vec<String> = std::env::args().collect();
+    let mut run = common::Run::start(&args)?;
+    let todo = std::mem::take(&mut run.todo);
+    let t0 = std::time::Instant::now();
+    for (k, li) in todo.iter().enumerate() {
+        let it = &li.item;
+        let input = cardinal_harness::calibration::item_input(&run.kb, it);
+        let plan = cardinal_judge::probe::plan(&input, run.framing);
+        let parts = common::pieces(&plan.span);
+        let states =
+            run.model
+                .span_piece_states(&plan.messages, &parts, cardinal_judge::probe::LAYER)?;
+        let reply: Vec<String> = parts.iter().map(|p| unmarked(p)).collect();
+        let question = Message::user(input.question.trim());
+        let rules: Vec<String> = input
+            .cited
+            .iter()
+            .flat_map(|c| c.rules().iter().cloned())
+            .collect();
+        let facts: Vec<String> = input
+            .cited
+            .iter()
+            .flat_map(|c| {
+                c.header()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(|l| l.strip_prefix("- ").unwrap_or(l).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let none = run
+            .model
+            .reply_logprobs(&[Message::system(ASSISTANT), question.clone()], &reply)?;
+        let with_facts = run.model.reply_logprobs(
+            &[
+                Message::system(system_with("Use only these facts:", &facts)),
+                question.clone(),
+            ],
+            &reply,
+        )?;
+        let with_rules = if run.framing == CheckFraming::FullCard && !rules.is_empty() {
+            Some(run.model.reply_logprobs(
+                &[
+                    Message::system(system_with("You must follow these rules:", &rules)),
+                    question.clone(),
+                ],
+                &reply,
+            )?)
+        } else {
+            None
+        };
+        let row = serde_json::json!({
+            "item_id": it.id,
+            "framing": run.framing_name(),
+            "rules": rules.len(),
+            "pieces": parts.iter().enumerate().map(|(i, p)| serde_json::json!({
+                "text": p,
+                "tokens": states.get(i).map(|s| s.0),
+                "mean": states.get(i).map(|s| &s.1),
+                "lp_none": none.get(i),
+                "lp_facts": with_facts.get(i),
+                "lp_rules": with_rules.as_ref().and_then(|r| r.get(i)),
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(run.sink, "{row}")?;
+        run.sink.flush()?;
+        eprintln!(
+            "{}/{} {} ({} sentences, {} rules) {:.0} s",
+            k + 1,
+            todo.len(),
+            it.id,
+            parts.len(),
+            rules.len(),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common::pieces;
+    use super::unmarked;
+
+    #[test]
+    fn markers_are_dropped_and_the_pieces_join_to_the_answer() {
+        let a = "Call 555-0177 now [x.en]. Keep the bottle [x.en] [y.en]. Then rest.";
+        let p = pieces(a);
+        assert_eq!(p.concat(), a);
+        assert_eq!(unmarked(&p[0]), "Call 555-0177 now.");
+        assert_eq!(unmarked(&p[1]), " Keep the bottle.");
+        assert_eq!(unmarked(" [x.en]"), " [x.en]");
+    }
+}
