@@ -6,9 +6,12 @@
 # per token as the judge model's own reply to the question, with the cited cards' rules in the
 # system message and with no card (`probe_rule_pmi` example). A sentence that does what a rule
 # forbids should become less expected once the rule is stated; the rule likelihood ratio is
-# rp = lp_rules - lp_none per sentence (nats per token). The same with the facts (sp =
-# lp_facts - lp_none) is checks-v2's support likelihood, per sentence. Needs numpy and
-# scikit-learn.
+# rp = lp_rules - lp_none per sentence (nats per token). Needs numpy and scikit-learn.
+#
+# Amended before any reading was analysed (the first dev items ran at ~20 s each, too slow for
+# 370 items in this sitting): the facts pass (a per-sentence support likelihood, sp) is dropped
+# — checks-v2's support likelihood added nothing to probe-v1 on dev (probe_plus_evidence.py) —
+# and with it the variants FRS and RS; RS becomes R (the rule features alone).
 #
 #   dev:  python3 scripts/experiments/probe_rule_pmi.py dev DEV_FULL.jsonl DEV_HEADER.jsonl
 #   test: python3 scripts/experiments/probe_rule_pmi.py test DEV_FULL.jsonl TEST_FULL.jsonl \
@@ -21,14 +24,12 @@
 #                  rp_min  the lowest rp over the answer's sentences; rp_mean their token-weighted
 #                          mean. No rule read (a cited card without rules; the header-only
 #                          framing of the control): both 0 ("the rules changed nothing").
-#                  sp_min, sp_mean  the same for sp.
 #   variants  F     probe-v1's pipeline (standardise, PCA 32, ridge alpha 10, cut points in-fold)
 #             FR    F's 32 components + rp_min, rp_mean (standardised in-fold, same ridge)
-#             FRS   FR + sp_min, sp_mean
-#             RS    the four likelihood features alone in the same ridge (reference)
+#             R     rp_min, rp_mean alone in the same ridge (reference)
 #   folds     all dev items (v2 and the extension): topic-grouped 10 folds (seed 0) and one
 #             language held out; the ADR-0029 control out of fold on the dev rule-violation items
-#             (the header-only readings: probe header-only features, rp = 0, sp as read).
+#             (the header-only readings: probe header-only features, rp = 0).
 #   writers   reported beside the folds: fitted on the v2 dev items only, scored on the
 #             extension items (other writers).
 #   choice    a variant replaces F if, averaged over both fold schemes, either (a) it gains
@@ -42,31 +43,32 @@ import numpy as np
 from probe_common import (DIMS, load_labels, binof, binned, cuts_fit, kappa_q, topic_folds,
                           print_test_figures, ProbePlus)
 
-VARIANTS = ['F', 'FR', 'FRS', 'RS']
+VARIANTS = ['F', 'FR', 'R']
 labels = load_labels()
 
 
 def readings(path):
-    """item id -> (probe vector, [rp_min, rp_mean, sp_min, sp_mean])."""
+    """item id -> (probe vector, [rp_min, rp_mean])."""
     out = {}
     for line in open(path):
         r = json.loads(line); ps = r['pieces']
         w = np.array([p['tokens'] for p in ps], float)
         f = (np.array([p['mean'] for p in ps], float) * w[:, None]).sum(0) / w.sum()
-        def pair(key):
-            if any(p[key] is None for p in ps): return [0.0, 0.0]
-            d = np.array([p[key] - p['lp_none'] for p in ps])
-            return [float(d.min()), float((d * w).sum() / w.sum())]
-        out[r['item_id']] = (f, pair('lp_rules') + pair('lp_facts'))
+        if any(p.get('lp_rules') is None or p.get('lp_none') is None for p in ps):
+            rp = [0.0, 0.0]
+        else:
+            d = np.array([p['lp_rules'] - p['lp_none'] for p in ps])
+            rp = [float(d.min()), float((d * w).sum() / w.sum())]
+        out[r['item_id']] = (f, rp)
     return out
 
 
 def extras(E, v):
-    return {'F': E[:, :0], 'FR': E[:, :2], 'FRS': E, 'RS': E}[v]
+    return {'F': E[:, :0], 'FR': E, 'R': E}[v]
 
 
 def fit_v(v, X, E, y):
-    m = ProbePlus(v != 'RS').fit(X, extras(E, v), y)
+    m = ProbePlus(v != 'R').fit(X, extras(E, v), y)
     lo, hi = cuts_fit(m.predict(X, extras(E, v)), y)
     return lambda A, B: binned(m.predict(A, extras(B, v)), lo, hi)
 
@@ -94,8 +96,8 @@ if sys.argv[1] == 'dev':
     rv = (cat == 'rule_violation') & has_c; tg = topic_folds(labels, ids)
     ext = np.array([i.startswith('cal3-') for i in ids])
     hasrule = (E[:, 0] != 0.0) | (E[:, 1] != 0.0)
-    for k, name in enumerate(['rp_min', 'rp_mean', 'sp_min', 'sp_mean']):
-        m = hasrule if k < 2 else np.ones(len(ids), bool)
+    for k, name in enumerate(['rp_min', 'rp_mean']):
+        m = hasrule
         yf = np.array([labels[i][1]['faithfulness'] for i in ids]); yg = np.array([labels[i][1]['groundedness'] for i in ids])
         print(f'{name:8s} rule violation vs rest AUC {auc(E[m, k], (cat == "rule_violation")[m]):.3f} '
               f'rho faithfulness {spearman(E[m, k], yf[m]):+.3f} groundedness {spearman(E[m, k], yg[m]):+.3f} (n {m.sum()})')

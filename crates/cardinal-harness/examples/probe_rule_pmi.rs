@@ -1,8 +1,8 @@
 //! Experiment (issue 14, docs/calibration.md "how much the rules make each sentence less
 //! expected"): for every answer sentence, its mean log-probability per token as the 1.5B
-//! judge model's own reply to the question under three system messages — no card (`none`),
-//! the cited cards' rules (`rules`), the cited cards' facts (`facts`) — plus probe-v1's
-//! reading of each sentence (block 14, the probe's prompt), written as JSON lines for
+//! judge model's own reply to the question under two system messages — no card (`none`) and
+//! the cited cards' rules (`rules`) — plus probe-v1's reading of each sentence (block 14, the
+//! probe's prompt), written as JSON lines for
 //! `scripts/experiments/probe_rule_pmi.py`.
 //!
 //! ```text
@@ -13,7 +13,9 @@
 //! The construct: a sentence that tells the patient to do what a rule forbids should become
 //! *less* expected once the model is told the rule (`rules` − `none` < 0); a sentence the
 //! rules ask for, more expected. With `--framing header` (the ADR-0029 control) no rule is
-//! shown: only the probe's header-only reading and the `none` / `facts` passes are read.
+//! shown: only the probe's header-only reading is read (no likelihood pass). Cost: about half a
+//! prompt pass for the reading and two short full passes (question and answer, with and
+//! without the rules) per item.
 //!
 //! `--category rule_violation` reads only that category's items. Resumable: items already in
 //! the output file are skipped. Not part of the product.
@@ -77,29 +79,17 @@ fn main() -> Result<(), common::Error> {
             .iter()
             .flat_map(|c| c.rules().iter().cloned())
             .collect();
-        let facts: Vec<String> = input
-            .cited
-            .iter()
-            .flat_map(|c| {
-                c.header()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(|l| l.strip_prefix("- ").unwrap_or(l).to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let none = run
-            .model
-            .reply_logprobs(&[Message::system(ASSISTANT), question.clone()], &reply)?;
-        let with_facts = run.model.reply_logprobs(
-            &[
-                Message::system(system_with("Use only these facts:", &facts)),
-                question.clone(),
-            ],
-            &reply,
-        )?;
-        let with_rules = if run.framing == CheckFraming::FullCard && !rules.is_empty() {
+        // The control's framing shows no rule: nothing to compare, no pass.
+        let read = run.framing == CheckFraming::FullCard && !rules.is_empty();
+        let none = if read {
+            Some(
+                run.model
+                    .reply_logprobs(&[Message::system(ASSISTANT), question.clone()], &reply)?,
+            )
+        } else {
+            None
+        };
+        let with_rules = if read {
             Some(run.model.reply_logprobs(
                 &[
                     Message::system(system_with("You must follow these rules:", &rules)),
@@ -118,8 +108,7 @@ fn main() -> Result<(), common::Error> {
                 "text": p,
                 "tokens": states.get(i).map(|s| s.0),
                 "mean": states.get(i).map(|s| &s.1),
-                "lp_none": none.get(i),
-                "lp_facts": with_facts.get(i),
+                "lp_none": none.as_ref().and_then(|r| r.get(i)),
                 "lp_rules": with_rules.as_ref().and_then(|r| r.get(i)),
             })).collect::<Vec<_>>(),
         });
