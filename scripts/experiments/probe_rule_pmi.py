@@ -11,7 +11,10 @@
 # Amended before any reading was analysed (the first dev items ran at ~20 s each, too slow for
 # 370 items in this sitting): the facts pass (a per-sentence support likelihood, sp) is dropped
 # — checks-v2's support likelihood added nothing to probe-v1 on dev (probe_plus_evidence.py) —
-# and with it the variants FRS and RS; RS becomes R (the rule features alone).
+# and with it the variants FRS and RS; RS becomes R (the rule features alone). The items are
+# read in a fixed pseudo-random order (a hash of the id); if the dev run cannot finish in this
+# sitting (~15 s per item on this machine), the analysis below runs on the items read by then,
+# a random sample of the dev split, and says how many.
 #
 #   dev:  python3 scripts/experiments/probe_rule_pmi.py dev DEV_FULL.jsonl DEV_HEADER.jsonl
 #   test: python3 scripts/experiments/probe_rule_pmi.py test DEV_FULL.jsonl TEST_FULL.jsonl \

@@ -62,16 +62,26 @@ fn system_with(heading: &str, lines: &[String]) -> String {
 fn main() -> Result<(), common::Error> {
     let args: Vec<String> = std::env::args().collect();
     let mut run = common::Run::start(&args)?;
-    let todo = std::mem::take(&mut run.todo);
+    let mut todo = std::mem::take(&mut run.todo);
+    // A fixed pseudo-random order (a hash of the id): a run cut short has read a random sample
+    // of the split, not one language.
+    todo.sort_by_key(|li| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        li.item.id.hash(&mut h);
+        h.finish()
+    });
     let t0 = std::time::Instant::now();
     for (k, li) in todo.iter().enumerate() {
         let it = &li.item;
         let input = cardinal_harness::calibration::item_input(&run.kb, it);
+        let t_item = std::time::Instant::now();
         let plan = cardinal_judge::probe::plan(&input, run.framing);
         let parts = common::pieces(&plan.span);
         let states =
             run.model
                 .span_piece_states(&plan.messages, &parts, cardinal_judge::probe::LAYER)?;
+        let t_reading = t_item.elapsed().as_secs_f64();
         let reply: Vec<String> = parts.iter().map(|p| unmarked(p)).collect();
         let question = Message::user(input.question.trim());
         let rules: Vec<String> = input
@@ -115,12 +125,14 @@ fn main() -> Result<(), common::Error> {
         writeln!(run.sink, "{row}")?;
         run.sink.flush()?;
         eprintln!(
-            "{}/{} {} ({} sentences, {} rules) {:.0} s",
+            "{}/{} {} ({} sentences, {} rules) reading {:.1} s, item {:.1} s, {:.0} s",
             k + 1,
             todo.len(),
             it.id,
             parts.len(),
             rules.len(),
+            t_reading,
+            t_item.elapsed().as_secs_f64(),
             t0.elapsed().as_secs_f64()
         );
     }
