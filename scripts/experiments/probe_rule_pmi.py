@@ -43,8 +43,8 @@
 #   test      only the chosen variant, fitted on all dev items, scored once on all test items.
 import json, sys
 import numpy as np
-from probe_common import (DIMS, load_labels, binof, binned, cuts_fit, kappa_q, topic_folds,
-                          print_test_figures, ProbePlus)
+from probe_common import (DIMS, load_labels, binof, binned, cuts_fit, topic_folds,
+                          print_test_figures, score_variant, ProbePlus)
 
 VARIANTS = ['F', 'FR', 'R']
 labels = load_labels()
@@ -76,6 +76,18 @@ def fit_v(v, X, E, y):
     return lambda A, B: binned(m.predict(A, extras(B, v)), lo, hi)
 
 
+def cv_of(v):
+    """probe_common.cv for variant v, on rows [probe vector | rp_min, rp_mean]."""
+    def cv(XE, XEc, has_c, y, groups):
+        pb = np.zeros(len(y), int); pc = np.full(len(y), -1)
+        for g in np.unique(groups):
+            te = groups == g; tr = ~te
+            f = fit_v(v, XE[tr, :-2], XE[tr, -2:], y[tr])
+            pb[te] = f(XE[te, :-2], XE[te, -2:]); pc[te] = f(XEc[te, :-2], XEc[te, -2:])
+        return pb, pc
+    return cv
+
+
 def auc(score, pos):
     """P(a positive scores lower than a negative): low likelihood ratio = violation."""
     s_pos, s_neg = score[pos], score[~pos]
@@ -98,26 +110,17 @@ if sys.argv[1] == 'dev':
     lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
     rv = (cat == 'rule_violation') & has_c; tg = topic_folds(labels, ids)
     ext = np.array([i.startswith('cal3-') for i in ids])
-    hasrule = (E[:, 0] != 0.0) | (E[:, 1] != 0.0)
+    m = (E[:, 0] != 0.0) | (E[:, 1] != 0.0)  # items whose rules were read
+    yf = np.array([labels[i][1]['faithfulness'] for i in ids]); yg = np.array([labels[i][1]['groundedness'] for i in ids])
     for k, name in enumerate(['rp_min', 'rp_mean']):
-        m = hasrule
-        yf = np.array([labels[i][1]['faithfulness'] for i in ids]); yg = np.array([labels[i][1]['groundedness'] for i in ids])
         print(f'{name:8s} rule violation vs rest AUC {auc(E[m, k], (cat == "rule_violation")[m]):.3f} '
               f'rho faithfulness {spearman(E[m, k], yf[m]):+.3f} groundedness {spearman(E[m, k], yg[m]):+.3f} (n {m.sum()})')
     res = {}
+    XE, XEc = np.hstack([X, E]), np.hstack([Xc, Ec])
     for v in VARIANTS:
+        res.update({(v,) + k: r for k, r in score_variant(v, XE, XEc, has_c, ids, labels, lang, rv, tg, cv_of(v)).items()})
         for dim in DIMS:
             y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(s) for s in y])
-            for sname, groups in [('topic', tg), ('lang', lang)]:
-                pb = np.zeros(len(y), int); pc = np.full(len(y), -1)
-                for g in np.unique(groups):
-                    te = groups == g; tr = ~te
-                    f = fit_v(v, X[tr], E[tr], y[tr])
-                    pb[te] = f(X[te], E[te]); pc[te] = f(Xc[te], Ec[te])
-                a = (pb == yb).mean(); cf, ch = (pb[rv] == yb[rv]).mean(), (pc[rv] == yb[rv]).mean()
-                per = {str(l): round(float((pb[lang == l] == yb[lang == l]).mean()), 3) for l in np.unique(lang)}
-                res[(v, dim, sname)] = (a, cf - ch)
-                print(f'{v:4s} {dim:13s} {sname:5s} {a:.3f} kq {kappa_q(yb, pb):.2f} {per}  control {cf:.3f} / {ch:.3f} ({cf - ch:+.3f})')
             f = fit_v(v, X[~ext], E[~ext], y[~ext]); pw = f(X[ext], E[ext])
             res[(v, dim, 'writers')] = ((pw == yb[ext]).mean(), 0.0)
             print(f'{v:4s} {dim:13s} other writers {(pw == yb[ext]).mean():.3f} (n {ext.sum()})')

@@ -22,15 +22,12 @@
 use std::io::Write;
 
 use cardinal_judge::checks::CheckFraming;
-use cardinal_llm::{Message, YesNoModel};
+use cardinal_llm::YesNoModel;
 
 mod common;
 
-const ASSISTANT: &str =
-    "You are a clinic's patient support assistant. Answer the patient's question.";
-
-/// A reply piece without its citation markers (`[card.id]`): the three system messages show
-/// no card id, so a marker is equally unexpected under each and only adds noise.
+/// A reply piece without its citation markers (`[card.id]`): neither system message shows a
+/// card id, so a marker is equally unexpected under both and only adds noise.
 fn unmarked(piece: &str) -> String {
     let mut out = String::new();
     let mut rest = piece;
@@ -49,14 +46,6 @@ fn unmarked(piece: &str) -> String {
     } else {
         out
     }
-}
-
-fn system_with(heading: &str, lines: &[String]) -> String {
-    let mut s = format!("{ASSISTANT} {heading}\n");
-    for l in lines {
-        s.push_str(&format!("- {}\n", l.trim()));
-    }
-    s
 }
 
 fn main() -> Result<(), common::Error> {
@@ -83,32 +72,29 @@ fn main() -> Result<(), common::Error> {
                 .span_piece_states(&plan.messages, &parts, cardinal_judge::probe::LAYER)?;
         let t_reading = t_item.elapsed().as_secs_f64();
         let reply: Vec<String> = parts.iter().map(|p| unmarked(p)).collect();
-        let question = Message::user(input.question.trim());
         let rules: Vec<String> = input
             .cited
             .iter()
             .flat_map(|c| c.rules().iter().cloned())
             .collect();
         // The control's framing shows no rule: nothing to compare, no pass.
-        let read = run.framing == CheckFraming::FullCard && !rules.is_empty();
-        let none = if read {
-            Some(
-                run.model
-                    .reply_logprobs(&[Message::system(ASSISTANT), question.clone()], &reply)?,
+        let (none, with_rules) = if run.framing == CheckFraming::FullCard && !rules.is_empty() {
+            // No card: checks-v2's support likelihood without facts; then the same assistant
+            // told the cited cards' rules.
+            let (_, without) = cardinal_judge::checks::support_messages(&input);
+            let mut with = without.clone();
+            if let Some(system) = with.first_mut() {
+                system.content.push_str(" You must follow these rules:\n");
+                for r in &rules {
+                    system.content.push_str(&format!("- {}\n", r.trim()));
+                }
+            }
+            (
+                Some(run.model.reply_logprobs(&without, &reply)?),
+                Some(run.model.reply_logprobs(&with, &reply)?),
             )
         } else {
-            None
-        };
-        let with_rules = if read {
-            Some(run.model.reply_logprobs(
-                &[
-                    Message::system(system_with("You must follow these rules:", &rules)),
-                    question.clone(),
-                ],
-                &reply,
-            )?)
-        } else {
-            None
+            (None, None)
         };
         let row = serde_json::json!({
             "item_id": it.id,
