@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# Experiment (issue 14, 2026-12-07, nineteenth sitting; docs/calibration.md, "worked examples
+# before the case"): probe-v1's reading with three short worked examples in the system message
+# (`probe_examples` example). The issue lists worked examples among the variants to try; the
+# examples show faithfulness decided by the card's rules, not by how the answer sounds. Needs
+# numpy and scikit-learn.
+#
+#   dev:  python3 scripts/experiments/probe_examples.py dev RULEPMI_FULL RULEPMI_HEADER \
+#             EXAMPLES_FULL EXAMPLES_HEADER
+#   test: python3 scripts/experiments/probe_examples.py test DEV_EXAMPLES_FULL \
+#             TEST_EXAMPLES_FULL TEST_EXAMPLES_HEADER
+#
+# Pre-registered before any reading was taken (committed with the example):
+#   items     the dev items of the eighteenth sitting's probe_rule_pmi run (a pre-registered
+#             random sample of 224 of the 370), in its order; if this sitting cannot read them
+#             all (~8 s per item here), the items read by then — a random sample again — and
+#             the analysis says how many. The control: the rule-violation items among them
+#             read header-only by both runs.
+#   features  F  probe-v1's reading, from probe_rule_pmi's per-sentence output (the
+#                token-weighted mean of the sentences' block-14 means = probe-v1's vector)
+#             W  the same reading with the worked examples in the system message
+#   variants  F and W, each through probe-v1's pipeline (standardise, PCA 32, ridge alpha 10,
+#             cut points in-fold); no combination.
+#   folds     topic-grouped 10 folds (seed 0) and one language held out; the ADR-0029 control
+#             out of fold; the other writers (fitted on v2 dev items, scored on the extension).
+#   choice    W replaces F if, averaged over both fold schemes, either (a) it gains >= 0.03 in
+#             one gated dimension and loses <= 0.01 in the other, or (b) its faithfulness is
+#             >= F's - 0.01 and its control difference is >= +0.15; and in either case its
+#             faithfulness on the other writers' items is >= F's - 0.02.
+#   test      only if W is chosen: fitted on the dev items read, scored once on all test items.
+import json, sys
+import numpy as np
+from probe_common import (DIMS, load_labels, binof, topic_folds, fit, binned,
+                          print_test_figures, score_variant)
+
+labels = load_labels()
+
+
+def probe_v1(path):
+    """item id -> probe-v1's vector, from probe_rule_pmi's per-sentence output."""
+    out = {}
+    for line in open(path):
+        r = json.loads(line); ps = r['pieces']
+        w = np.array([p['tokens'] for p in ps], float)
+        out[r['item_id']] = (np.array([p['mean'] for p in ps], float) * w[:, None]).sum(0) / w.sum()
+    return out
+
+
+def examples(path):
+    """item id -> the worked-examples reading."""
+    return {r['item_id']: np.array(r['mean'], float) for r in map(json.loads, open(path))}
+
+
+if sys.argv[1] == 'dev':
+    F, FH = probe_v1(sys.argv[2]), probe_v1(sys.argv[3])
+    W, WH = examples(sys.argv[4]), examples(sys.argv[5])
+    ids = sorted(i for i in W if i in F and labels[i][0]['split'] == 'dev')
+    print('dev items read by both', len(ids), 'of', len(F))
+    lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
+    has_c = np.array([i in FH and i in WH for i in ids])
+    rv = (cat == 'rule_violation') & has_c; tg = topic_folds(labels, ids)
+    ext = np.array([i.startswith('cal3-') for i in ids])
+    print('rule-violation items with both controls', rv.sum(), '; other writers', ext.sum())
+    res = {}
+    for name, R, RH in [('F', F, FH), ('W', W, WH)]:
+        X = np.array([R[i] for i in ids]); Xc = np.array([RH[i] if h else R[i] for i, h in zip(ids, has_c)])
+        res.update({(name,) + k: r for k, r in score_variant(name, X, Xc, has_c, ids, labels, lang, rv, tg).items()})
+        for dim in DIMS:
+            y = np.array([labels[i][1][dim] for i in ids]); yb = np.array([binof(s) for s in y])
+            pred, lo, hi = fit(X[~ext], y[~ext]); pw = binned(pred(X[ext]), lo, hi)
+            res[(name, dim, 'writers')] = ((pw == yb[ext]).mean(), 0.0)
+            print(f'{name:4s} {dim:13s} other writers {(pw == yb[ext]).mean():.3f} (n {ext.sum()})')
+    for dim in DIMS:
+        yb = np.array([binof(labels[i][1][dim]) for i in ids])
+        print(f'majority bin {dim}: {(yb == np.bincount(yb).argmax()).mean():.3f}')
+    avg = lambda v, dim, k: np.mean([res[(v, dim, s)][k] for s in ('topic', 'lang')])
+    g = {d: avg('W', d, 0) - avg('F', d, 0) for d in DIMS}; ctl = avg('W', 'faithfulness', 1)
+    writers_ok = res[('W', 'faithfulness', 'writers')][0] >= res[('F', 'faithfulness', 'writers')][0] - 0.02
+    a = any(g[x] >= 0.03 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
+    b = g['faithfulness'] >= -0.01 and ctl >= 0.15
+    print(f'W: gains {g["groundedness"]:+.3f} / {g["faithfulness"]:+.3f}, control {ctl:+.3f} '
+          f'(F {avg("F", "faithfulness", 1):+.3f}), writers ok {writers_ok}')
+    print('chosen:', 'W' if writers_ok and (a or b) else 'F')
+else:
+    D, T, TH = examples(sys.argv[2]), examples(sys.argv[3]), examples(sys.argv[4])
+    dids = sorted(i for i in D if labels[i][0]['split'] == 'dev')
+    tids = sorted(i for i in T if labels[i][0]['split'] == 'test')
+    X = np.array([D[i] for i in dids]); Xt = np.array([T[i] for i in tids])
+    lang = np.array([labels[i][0]['lang'] for i in tids]); cat = np.array([labels[i][0]['category'] for i in tids])
+    rv = np.array([c == 'rule_violation' and i in TH for c, i in zip(cat, tids)])
+    for dim in DIMS:
+        y = np.array([labels[i][1][dim] for i in dids]); yt = np.array([binof(labels[i][1][dim]) for i in tids])
+        pred, lo, hi = fit(X, y); pb = binned(pred(Xt), lo, hi)
+        print_test_figures(f'W {dim}', yt, pb, lang, np.array([binof(s) for s in y]))
+        if dim == 'faithfulness':
+            ridx = np.where(rv)[0]
+            pc = binned(pred(np.array([TH[tids[k]] for k in ridx])), lo, hi)
+            print(f'  control on {len(ridx)} rule-violation items: full {(pb[ridx] == yt[ridx]).mean():.3f} header-only {(pc == yt[ridx]).mean():.3f}')
