@@ -51,6 +51,13 @@ def kappa_q(a, b):
     return 1 - (W * O).sum() / (W * E).sum()
 
 
+def probe_vector(pieces):
+    """probe-v1's vector from a per-sentence reading (probe_rule_pmi's `pieces`): the
+    token-weighted mean of the sentences' block-14 means; and the weights."""
+    w = np.array([p['tokens'] for p in pieces], float)
+    return (np.array([p['mean'] for p in pieces], float) * w[:, None]).sum(0) / w.sum(), w
+
+
 def topic_folds(labels, ids, n=10, seed=0):
     """Topic-grouped fold of each item (no cited card's topic on both sides), seeded."""
     topic = np.array([labels[i][0]['cited'][0].rsplit('.', 1)[0] if labels[i][0]['cited'] else 'none' for i in ids])

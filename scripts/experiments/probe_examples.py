@@ -31,7 +31,7 @@
 import json, sys
 import numpy as np
 from probe_common import (DIMS, load_labels, binof, topic_folds, fit, binned,
-                          print_test_figures, score_variant)
+                          print_test_figures, score_variant, probe_vector)
 
 labels = load_labels()
 
@@ -40,9 +40,8 @@ def probe_v1(path):
     """item id -> probe-v1's vector, from probe_rule_pmi's per-sentence output."""
     out = {}
     for line in open(path):
-        r = json.loads(line); ps = r['pieces']
-        w = np.array([p['tokens'] for p in ps], float)
-        out[r['item_id']] = (np.array([p['mean'] for p in ps], float) * w[:, None]).sum(0) / w.sum()
+        r = json.loads(line)
+        out[r['item_id']] = probe_vector(r['pieces'])[0]
     return out
 
 

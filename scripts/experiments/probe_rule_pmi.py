@@ -44,7 +44,7 @@
 import json, sys
 import numpy as np
 from probe_common import (DIMS, load_labels, binof, binned, cuts_fit, topic_folds,
-                          print_test_figures, score_variant, ProbePlus)
+                          print_test_figures, score_variant, ProbePlus, probe_vector)
 
 VARIANTS = ['F', 'FR', 'R']
 labels = load_labels()
@@ -55,8 +55,7 @@ def readings(path):
     out = {}
     for line in open(path):
         r = json.loads(line); ps = r['pieces']
-        w = np.array([p['tokens'] for p in ps], float)
-        f = (np.array([p['mean'] for p in ps], float) * w[:, None]).sum(0) / w.sum()
+        f, w = probe_vector(ps)
         if any(p.get('lp_rules') is None or p.get('lp_none') is None for p in ps):
             rp = [0.0, 0.0]
         else:
