@@ -18,8 +18,6 @@
 //!
 //! `--category rule_violation` reads only that category's items (the header-only control).
 //! Resumable: items already in the output file are skipped. Not part of the product.
-use std::io::Write;
-
 use cardinal_judge::checks::CheckFraming;
 
 mod common;
@@ -81,8 +79,7 @@ fn main() -> Result<(), common::Error> {
             // rules and one piece per rule (--rules-after).
             "means": by_block,
         });
-        writeln!(run.sink, "{row}")?;
-        run.sink.flush()?;
+        run.write_row(&row)?;
         eprintln!(
             "{}/{} {} {:.0} s",
             k + 1,

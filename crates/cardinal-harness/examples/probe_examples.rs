@@ -21,8 +21,6 @@
 //! items (stored there per sentence) is the baseline. `--category rule_violation` reads only
 //! that category's items (the header-only control). Resumable: items already in the output
 //! file are skipped. Not part of the product.
-use std::io::Write;
-
 mod common;
 
 /// Appended to probe-v1's system message: three worked examples, one per language.
@@ -100,8 +98,7 @@ fn main() -> Result<(), common::Error> {
             "tokens": tokens,
             "mean": mean,
         });
-        writeln!(run.sink, "{row}")?;
-        run.sink.flush()?;
+        run.write_row(&row)?;
         eprintln!(
             "{}/{} {} item {:.1} s, {:.0} s",
             k + 1,

@@ -19,8 +19,6 @@
 //!
 //! `--category rule_violation` reads only that category's items. Resumable: items already in
 //! the output file are skipped. Not part of the product.
-use std::io::Write;
-
 use cardinal_judge::checks::CheckFraming;
 use cardinal_llm::YesNoModel;
 
@@ -108,8 +106,7 @@ fn main() -> Result<(), common::Error> {
                 "lp_rules": with_rules.as_ref().and_then(|r| r.get(i)),
             })).collect::<Vec<_>>(),
         });
-        writeln!(run.sink, "{row}")?;
-        run.sink.flush()?;
+        run.write_row(&row)?;
         eprintln!(
             "{}/{} {} ({} sentences, {} rules) reading {:.1} s, item {:.1} s, {:.0} s",
             k + 1,

@@ -10,8 +10,6 @@
 //! `--category rule_violation` reads only that category's items (the header-only control).
 //!
 //! Resumable: items already in the output file are skipped. Not part of the product.
-use std::io::Write;
-
 mod common;
 
 fn main() -> Result<(), common::Error> {
@@ -34,8 +32,7 @@ fn main() -> Result<(), common::Error> {
                 "text": p, "tokens": n, "mean": mean,
             })).collect::<Vec<_>>(),
         });
-        writeln!(run.sink, "{row}")?;
-        run.sink.flush()?;
+        run.write_row(&row)?;
         eprintln!(
             "{}/{} {} ({} sentences) {:.0} s",
             k + 1,

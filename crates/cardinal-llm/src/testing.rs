@@ -3,12 +3,12 @@
 //!
 //! [`ScriptedServer`] listens on `127.0.0.1` at a random port and answers the N-th connection
 //! with the N-th [`ScriptedResponse`] (one request per connection; every answer carries
-//! `Connection: close`). Once the script is used up, or after its lifetime (300 s by default), it
-//! stops listening, so an extra request is refused. The lifetime is only a bound for a test
-//! that hangs: [`ScriptedServer::finish`] and dropping the server stop it at once, and a test that
-//! drives the whole binary (model loading included) can take well over 30 s on a slow 2-core
-//! machine. Every loop is bounded: accepting polls
-//! against the lifetime, sockets have read and write timeouts, hangs have a maximum.
+//! `Connection: close`). Once the script is used up, or after its lifetime (300 s by default),
+//! it stops listening, so an extra request is refused. The lifetime is only a bound for a test
+//! that hangs: [`ScriptedServer::finish`] and dropping the server stop it at once, and a test
+//! that drives the whole binary (model loading included) can take well over 30 s on a slow
+//! 2-core machine. Every loop is bounded: accepting polls against the lifetime, sockets have
+//! read and write timeouts, hangs have a maximum.
 //!
 //! ```ignore
 //! let (server, base_url) = ScriptedServer::start(vec![

@@ -94,6 +94,15 @@ impl Run {
         })
     }
 
+    /// Append one item's reading as a JSON line and flush it, so a run cut short keeps every
+    /// item it finished (and resumes after them).
+    pub fn write_row(&mut self, row: &serde_json::Value) -> Result<(), Error> {
+        use std::io::Write;
+        writeln!(self.sink, "{row}")?;
+        self.sink.flush()?;
+        Ok(())
+    }
+
     /// The framing's name in the output.
     pub fn framing_name(&self) -> &'static str {
         if self.framing == CheckFraming::FullCard {
