@@ -28,6 +28,20 @@
 #             >= F's - 0.01 and its control difference is >= +0.15; and in either case its
 #             faithfulness on the other writers' items is >= F's - 0.02.
 #   test      only if W is chosen: fitted on the dev items read, scored once on all test items.
+#
+# Added in the twentieth sitting, after W was chosen on dev and before its test reading was
+# analysed (committed first):
+#   same-fit  F's test reading (`probe_examples --no-examples`, probe-v1's vector) fitted on the
+#             same dev items as W, scored once on the same test items and controls. A diagnostic:
+#             the committed probe-v1 is fitted on 370 dev items, W on the 158 read, so the
+#             comparison of W with the figure of record mixes the examples with the fit's size.
+#   then      W is worth a project scorer (read on all 370 dev items, refitted, scored by the
+#             project's own code) only if on test it gains >= 0.02 over same-fit F in one gated
+#             dimension and loses <= 0.01 in the other; otherwise probe-v1 stays, and W is
+#             reported as tried.
+#
+#   samefit: python3 scripts/experiments/probe_examples.py samefit RULEPMI_FULL DEV_EXAMPLES_FULL \
+#             TEST_F_FULL TEST_F_HEADER TEST_EXAMPLES_FULL TEST_EXAMPLES_HEADER
 import json, sys
 import numpy as np
 from probe_common import (DIMS, load_labels, binof, topic_folds, fit, binned,
@@ -81,17 +95,43 @@ if sys.argv[1] == 'dev':
           f'(F {avg("F", "faithfulness", 1):+.3f}), writers ok {writers_ok}')
     print('chosen:', 'W' if writers_ok and (a or b) else 'F')
 else:
-    D, T, TH = examples(sys.argv[2]), examples(sys.argv[3]), examples(sys.argv[4])
-    dids = sorted(i for i in D if labels[i][0]['split'] == 'dev')
-    tids = sorted(i for i in T if labels[i][0]['split'] == 'test')
-    X = np.array([D[i] for i in dids]); Xt = np.array([T[i] for i in tids])
-    lang = np.array([labels[i][0]['lang'] for i in tids]); cat = np.array([labels[i][0]['category'] for i in tids])
-    rv = np.array([c == 'rule_violation' and i in TH for c, i in zip(cat, tids)])
-    for dim in DIMS:
-        y = np.array([labels[i][1][dim] for i in dids]); yt = np.array([binof(labels[i][1][dim]) for i in tids])
-        pred, lo, hi = fit(X, y); pb = binned(pred(Xt), lo, hi)
-        print_test_figures(f'W {dim}', yt, pb, lang, np.array([binof(s) for s in y]))
-        if dim == 'faithfulness':
-            ridx = np.where(rv)[0]
-            pc = binned(pred(np.array([TH[tids[k]] for k in ridx])), lo, hi)
-            print(f'  control on {len(ridx)} rule-violation items: full {(pb[ridx] == yt[ridx]).mean():.3f} header-only {(pc == yt[ridx]).mean():.3f}')
+    def test_figures(name, D, T, TH):
+        """Fit on D's dev items, score once on T's test items (TH: the header-only control);
+        the test bins per dimension."""
+        dids = sorted(i for i in D if labels[i][0]['split'] == 'dev')
+        tids = sorted(i for i in T if labels[i][0]['split'] == 'test')
+        X = np.array([D[i] for i in dids]); Xt = np.array([T[i] for i in tids])
+        lang = np.array([labels[i][0]['lang'] for i in tids]); cat = np.array([labels[i][0]['category'] for i in tids])
+        rv = np.array([c == 'rule_violation' and i in TH for c, i in zip(cat, tids)])
+        print(f'{name}: fitted on {len(dids)} dev items, scored on {len(tids)} test items')
+        out = {}
+        for dim in DIMS:
+            y = np.array([labels[i][1][dim] for i in dids]); yt = np.array([binof(labels[i][1][dim]) for i in tids])
+            pred, lo, hi = fit(X, y); pb = binned(pred(Xt), lo, hi)
+            print_test_figures(f'{name} {dim}', yt, pb, lang, np.array([binof(s) for s in y]))
+            out[dim] = (tids, pb == yt)
+            if dim == 'faithfulness':
+                ridx = np.where(rv)[0]
+                pc = binned(pred(np.array([TH[tids[k]] for k in ridx])), lo, hi)
+                print(f'  control on {len(ridx)} rule-violation items: full {(pb[ridx] == yt[ridx]).mean():.3f} header-only {(pc == yt[ridx]).mean():.3f}')
+        return out
+
+    if sys.argv[1] == 'test':
+        test_figures('W', examples(sys.argv[2]), examples(sys.argv[3]), examples(sys.argv[4]))
+    elif sys.argv[1] == 'samefit':
+        F = probe_v1(sys.argv[2]); Wd = examples(sys.argv[3])
+        Fd = {i: F[i] for i in Wd if i in F}
+        f = test_figures('F same fit', Fd, examples(sys.argv[4]), examples(sys.argv[5]))
+        w = test_figures('W', Wd, examples(sys.argv[6]), examples(sys.argv[7]))
+        g = {}
+        for dim in DIMS:
+            assert f[dim][0] == w[dim][0], 'the two test readings hold different items'
+            d = w[dim][1].astype(float) - f[dim][1].astype(float)
+            rng = np.random.RandomState(7)
+            boot = [d[rng.randint(0, len(d), len(d))].mean() for _ in range(2000)]
+            g[dim] = d.mean()
+            print(f'W - F (same fit) {dim}: {d.mean():+.3f} [{np.percentile(boot, 2.5):+.3f}, {np.percentile(boot, 97.5):+.3f}] paired bootstrap')
+        worth = any(g[x] >= 0.02 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
+        print('W worth a project scorer:', worth)
+    else:
+        sys.exit('usage: probe_examples.py dev|test|samefit FILES...')

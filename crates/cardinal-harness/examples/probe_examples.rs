@@ -19,8 +19,10 @@
 //! `--order-from FILE` reads only the items of another reading's output, in its order (the
 //! eighteenth sitting's pre-registered random order), so probe-v1's own reading of the same
 //! items (stored there per sentence) is the baseline. `--category rule_violation` reads only
-//! that category's items (the header-only control). Resumable: items already in the output
-//! file are skipped. Not part of the product.
+//! that category's items (the header-only control). `--no-examples` leaves the examples out:
+//! probe-v1's own reading, the same vector as the per-sentence reading's token-weighted mean
+//! (for a test reading of probe-v1 fitted on the same dev items as W). Resumable: items already
+//! in the output file are skipped. Not part of the product.
 mod common;
 
 /// Appended to probe-v1's system message: three worked examples, one per language.
@@ -64,6 +66,7 @@ fn main() -> Result<(), common::Error> {
     let args: Vec<String> = std::env::args().collect();
     let mut run = common::Run::start(&args)?;
     let mut todo = std::mem::take(&mut run.todo);
+    let with_examples = !args.iter().any(|a| a == "--no-examples");
     if let Some(path) = common::arg(&args, "--order-from") {
         let ids = order_from(&path)?;
         let rank: std::collections::HashMap<&str, usize> = ids
@@ -83,7 +86,9 @@ fn main() -> Result<(), common::Error> {
         let Some(system) = plan.messages.first_mut() else {
             return Err("the probe's plan has no message".into());
         };
-        system.content.push_str(EXAMPLES);
+        if with_examples {
+            system.content.push_str(EXAMPLES);
+        }
         let states = run.model.span_piece_states(
             &plan.messages,
             std::slice::from_ref(&plan.span),
@@ -95,6 +100,7 @@ fn main() -> Result<(), common::Error> {
         let row = serde_json::json!({
             "item_id": it.id,
             "framing": run.framing_name(),
+            "examples": with_examples,
             "tokens": tokens,
             "mean": mean,
         });
