@@ -40,6 +40,19 @@
 #             dimension and loses <= 0.01 in the other; otherwise probe-v1 stays, and W is
 #             reported as tried.
 #
+# Added in the twentieth sitting, before any reading with native instructions was taken
+# (committed first): the issue's "per-language instructions" variant.
+#   features  N  probe-v1's reading (no worked examples) with its system message written in the
+#                answer's language for es-419 and pt-BR items (`probe_examples --no-examples
+#                --instructions native`); English items keep probe-v1's prompt, so N equals F
+#                there (the analysis prints how closely the two readings agree on them)
+#   items     the same dev items as W, in the same order; if the sitting cannot read them all,
+#             the items read by then (the analysis says how many)
+#   rule      the dev comparison, folds, control, writers check and choice rule above, with N in
+#             place of W; test only if N is chosen (fitted on the dev items read, scored once)
+#
+#   native:  python3 scripts/experiments/probe_examples.py native RULEPMI_FULL RULEPMI_HEADER \
+#             NATIVE_FULL NATIVE_HEADER
 #   samefit: python3 scripts/experiments/probe_examples.py samefit RULEPMI_FULL DEV_EXAMPLES_FULL \
 #             TEST_F_FULL TEST_F_HEADER TEST_EXAMPLES_FULL TEST_EXAMPLES_HEADER
 import json, sys
@@ -64,18 +77,19 @@ def examples(path):
     return {r['item_id']: np.array(r['mean'], float) for r in map(json.loads, open(path))}
 
 
-if sys.argv[1] == 'dev':
+def dev_compare(V, VH, v):
+    """The pre-registered dev comparison of variant `v` (readings V, header-only VH) with F:
+    prints every figure and whether the choice rule picks `v`."""
     F, FH = probe_v1(sys.argv[2]), probe_v1(sys.argv[3])
-    W, WH = examples(sys.argv[4]), examples(sys.argv[5])
-    ids = sorted(i for i in W if i in F and labels[i][0]['split'] == 'dev')
+    ids = sorted(i for i in V if i in F and labels[i][0]['split'] == 'dev')
     print('dev items read by both', len(ids), 'of', len(F))
     lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
-    has_c = np.array([i in FH and i in WH for i in ids])
+    has_c = np.array([i in FH and i in VH for i in ids])
     rv = (cat == 'rule_violation') & has_c; tg = topic_folds(labels, ids)
     ext = np.array([i.startswith('cal3-') for i in ids])
     print('rule-violation items with both controls', rv.sum(), '; other writers', ext.sum())
     res = {}
-    for name, R, RH in [('F', F, FH), ('W', W, WH)]:
+    for name, R, RH in [('F', F, FH), (v, V, VH)]:
         X = np.array([R[i] for i in ids]); Xc = np.array([RH[i] if h else R[i] for i, h in zip(ids, has_c)])
         res.update({(name,) + k: r for k, r in score_variant(name, X, Xc, has_c, ids, labels, lang, rv, tg).items()})
         for dim in DIMS:
@@ -86,14 +100,27 @@ if sys.argv[1] == 'dev':
     for dim in DIMS:
         yb = np.array([binof(labels[i][1][dim]) for i in ids])
         print(f'majority bin {dim}: {(yb == np.bincount(yb).argmax()).mean():.3f}')
-    avg = lambda v, dim, k: np.mean([res[(v, dim, s)][k] for s in ('topic', 'lang')])
-    g = {d: avg('W', d, 0) - avg('F', d, 0) for d in DIMS}; ctl = avg('W', 'faithfulness', 1)
-    writers_ok = res[('W', 'faithfulness', 'writers')][0] >= res[('F', 'faithfulness', 'writers')][0] - 0.02
+    avg = lambda w, dim, k: np.mean([res[(w, dim, s)][k] for s in ('topic', 'lang')])
+    g = {d: avg(v, d, 0) - avg('F', d, 0) for d in DIMS}; ctl = avg(v, 'faithfulness', 1)
+    writers_ok = res[(v, 'faithfulness', 'writers')][0] >= res[('F', 'faithfulness', 'writers')][0] - 0.02
     a = any(g[x] >= 0.03 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
     b = g['faithfulness'] >= -0.01 and ctl >= 0.15
-    print(f'W: gains {g["groundedness"]:+.3f} / {g["faithfulness"]:+.3f}, control {ctl:+.3f} '
+    print(f'{v}: gains {g["groundedness"]:+.3f} / {g["faithfulness"]:+.3f}, control {ctl:+.3f} '
           f'(F {avg("F", "faithfulness", 1):+.3f}), writers ok {writers_ok}')
-    print('chosen:', 'W' if writers_ok and (a or b) else 'F')
+    print('chosen:', v if writers_ok and (a or b) else 'F')
+    return ids, F
+
+
+if sys.argv[1] == 'dev':
+    dev_compare(examples(sys.argv[4]), examples(sys.argv[5]), 'W')
+elif sys.argv[1] == 'native':
+    N = examples(sys.argv[4])
+    ids, F = dev_compare(N, examples(sys.argv[5]), 'N')
+    en = [i for i in ids if labels[i][0]['lang'] == 'en']
+    if en:
+        d = max(float(np.abs(N[i] - F[i]).max()) for i in en)
+        cos = min(float(N[i] @ F[i] / np.linalg.norm(N[i]) / np.linalg.norm(F[i])) for i in en)
+        print(f'English items (same prompt in N and F): largest difference {d:.4f}, lowest cosine {cos:.5f}')
 else:
     def test_figures(name, D, T, TH):
         """Fit on D's dev items, score once on T's test items (TH: the header-only control);
@@ -134,4 +161,4 @@ else:
         worth = any(g[x] >= 0.02 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
         print('W worth a project scorer:', worth)
     else:
-        sys.exit('usage: probe_examples.py dev|test|samefit FILES...')
+        sys.exit('usage: probe_examples.py dev|native|test|samefit FILES...')

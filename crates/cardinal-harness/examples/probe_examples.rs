@@ -21,7 +21,11 @@
 //! items (stored there per sentence) is the baseline. `--category rule_violation` reads only
 //! that category's items (the header-only control). `--no-examples` leaves the examples out:
 //! probe-v1's own reading, the same vector as the per-sentence reading's token-weighted mean
-//! (for a test reading of probe-v1 fitted on the same dev items as W). Resumable: items already
+//! (for a test reading of probe-v1 fitted on the same dev items as W). `--instructions native`
+//! replaces probe-v1's system message by the same instruction written in the answer's language
+//! for es-419 and pt-BR items ([`native_instructions`]; English items keep it), the issue's
+//! "per-language instructions" variant; the prompt's labels (CARDS, FACTS, RULES, QUESTION,
+//! ANSWER) stay as they are, and the translations name them. Resumable: items already
 //! in the output file are skipped. Not part of the product.
 mod common;
 
@@ -43,6 +47,26 @@ vermelha e quente.\nCARD RULES: R1. Nunca oriente retirar pontos em casa.\n\
 ANSWER: Troque o curativo uma vez por semana; vermelhidão é normal e não precisa avisar \
 ninguém.\n\
 REVIEW: It breaks no rule, but it contradicts both facts: not faithful.";
+
+/// probe-v1's system message ([`cardinal_judge::probe::INSTRUCTIONS`]) in the answer's
+/// language; `None` for English, which keeps the original.
+pub fn native_instructions(lang: cardinal_kb::Lang) -> Option<&'static str> {
+    match lang {
+        cardinal_kb::Lang::En => None,
+        cardinal_kb::Lang::Es419 => Some(
+            "Usted revisa la respuesta (ANSWER) de un asistente a la pregunta (QUESTION) de un \
+paciente, frente a tarjetas de conocimiento (CARDS). Los hechos (FACTS) de las tarjetas son la \
+única fuente de verdad, y una respuesta nunca debe hacer lo que prohíben las reglas (RULES) de \
+una tarjeta. Lea la respuesta con atención.",
+        ),
+        cardinal_kb::Lang::PtBr => Some(
+            "Você revisa a resposta (ANSWER) de um assistente à pergunta (QUESTION) de um \
+paciente, comparando-a com cartões de conhecimento (CARDS). Os fatos (FACTS) dos cartões são a \
+única fonte de verdade, e uma resposta nunca deve fazer o que as regras (RULES) de um cartão \
+proíbem. Leia a resposta com atenção.",
+        ),
+    }
+}
 
 /// The ids of `path`'s JSON lines (`item_id`), in file order, each once.
 fn order_from(path: &str) -> Result<Vec<String>, common::Error> {
@@ -67,6 +91,11 @@ fn main() -> Result<(), common::Error> {
     let mut run = common::Run::start(&args)?;
     let mut todo = std::mem::take(&mut run.todo);
     let with_examples = !args.iter().any(|a| a == "--no-examples");
+    let native = match common::arg(&args, "--instructions").as_deref() {
+        None | Some("en") => false,
+        Some("native") => true,
+        Some(other) => return Err(format!("--instructions en|native, not {other:?}").into()),
+    };
     if let Some(path) = common::arg(&args, "--order-from") {
         let ids = order_from(&path)?;
         let rank: std::collections::HashMap<&str, usize> = ids
@@ -86,6 +115,11 @@ fn main() -> Result<(), common::Error> {
         let Some(system) = plan.messages.first_mut() else {
             return Err("the probe's plan has no message".into());
         };
+        if native {
+            if let Some(text) = native_instructions(it.lang) {
+                system.content = text.to_string();
+            }
+        }
         if with_examples {
             system.content.push_str(EXAMPLES);
         }
@@ -101,6 +135,7 @@ fn main() -> Result<(), common::Error> {
             "item_id": it.id,
             "framing": run.framing_name(),
             "examples": with_examples,
+            "instructions": if native { "native" } else { "en" },
             "tokens": tokens,
             "mean": mean,
         });
@@ -119,7 +154,7 @@ fn main() -> Result<(), common::Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::{order_from, EXAMPLES};
+    use super::{native_instructions, order_from, EXAMPLES};
 
     #[test]
     fn the_order_is_the_files_first_occurrences_and_a_bad_line_is_named() {
@@ -144,5 +179,16 @@ mod tests {
             }
         }
         assert_eq!(EXAMPLES.matches("EXAMPLE ").count(), 3);
+    }
+
+    #[test]
+    fn native_instructions_name_every_label_and_english_keeps_the_original() {
+        assert_eq!(native_instructions(cardinal_kb::Lang::En), None);
+        for lang in [cardinal_kb::Lang::Es419, cardinal_kb::Lang::PtBr] {
+            let text = native_instructions(lang).unwrap();
+            for label in ["(ANSWER)", "(QUESTION)", "(CARDS)", "(FACTS)", "(RULES)"] {
+                assert!(text.contains(label), "{lang}: {label} missing");
+            }
+        }
     }
 }
