@@ -66,13 +66,19 @@ def topic_folds(labels, ids, n=10, seed=0):
     return np.array([tfold[t] for t in topic])
 
 
+def bootstrap_ci(x):
+    """Seeded bootstrap 95 % interval of the mean of x (2,000 resamples, seed 7)."""
+    rng = np.random.RandomState(7)
+    boot = [x[rng.randint(0, len(x), len(x))].mean() for _ in range(2000)]
+    return np.percentile(boot, 2.5), np.percentile(boot, 97.5)
+
+
 def print_test_figures(name, yt, pb, lang, dev_bins):
     """One variant's test figures: binned agreement with a seeded bootstrap 95 % CI, kappa,
     per-language agreement, the confusion matrix and the dev majority bin's agreement."""
-    hits = (pb == yt).astype(float); rng = np.random.RandomState(7)
-    boot = [hits[rng.randint(0, len(hits), len(hits))].mean() for _ in range(2000)]
+    hits = (pb == yt).astype(float); lo, hi = bootstrap_ci(hits)
     per = {str(l): round(float(hits[lang == l].mean()), 3) for l in np.unique(lang)}
-    print(f'{name}: {hits.mean():.3f} [{np.percentile(boot, 2.5):.3f}, {np.percentile(boot, 97.5):.3f}] kq {kappa_q(yt, pb):.2f} {per}')
+    print(f'{name}: {hits.mean():.3f} [{lo:.3f}, {hi:.3f}] kq {kappa_q(yt, pb):.2f} {per}')
     cm = np.zeros((3, 3), int)
     for a, b in zip(yt, pb): cm[a, b] += 1
     print('  confusion (rows human low/mid/high, columns judge):', cm.tolist())

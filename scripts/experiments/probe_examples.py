@@ -58,7 +58,7 @@
 import json, sys
 import numpy as np
 from probe_common import (DIMS, load_labels, binof, topic_folds, fit, binned,
-                          print_test_figures, score_variant, probe_vector)
+                          print_test_figures, score_variant, probe_vector, bootstrap_ci)
 
 labels = load_labels()
 
@@ -77,10 +77,9 @@ def examples(path):
     return {r['item_id']: np.array(r['mean'], float) for r in map(json.loads, open(path))}
 
 
-def dev_compare(V, VH, v):
-    """The pre-registered dev comparison of variant `v` (readings V, header-only VH) with F:
-    prints every figure and whether the choice rule picks `v`."""
-    F, FH = probe_v1(sys.argv[2]), probe_v1(sys.argv[3])
+def dev_compare(F, FH, V, VH, v):
+    """The pre-registered dev comparison of variant `v` (readings V, header-only VH) with F
+    (probe-v1's readings F, FH): prints every figure and whether the choice rule picks `v`."""
     ids = sorted(i for i in V if i in F and labels[i][0]['split'] == 'dev')
     print('dev items read by both', len(ids), 'of', len(F))
     lang = np.array([labels[i][0]['lang'] for i in ids]); cat = np.array([labels[i][0]['category'] for i in ids])
@@ -108,57 +107,55 @@ def dev_compare(V, VH, v):
     print(f'{v}: gains {g["groundedness"]:+.3f} / {g["faithfulness"]:+.3f}, control {ctl:+.3f} '
           f'(F {avg("F", "faithfulness", 1):+.3f}), writers ok {writers_ok}')
     print('chosen:', v if writers_ok and (a or b) else 'F')
-    return ids, F
+    return ids
+
+
+def test_figures(name, D, T, TH):
+    """Fit on D's dev items, score once on T's test items (TH: the header-only control);
+    the test bins per dimension."""
+    dids = sorted(i for i in D if labels[i][0]['split'] == 'dev')
+    tids = sorted(i for i in T if labels[i][0]['split'] == 'test')
+    X = np.array([D[i] for i in dids]); Xt = np.array([T[i] for i in tids])
+    lang = np.array([labels[i][0]['lang'] for i in tids]); cat = np.array([labels[i][0]['category'] for i in tids])
+    rv = np.array([c == 'rule_violation' and i in TH for c, i in zip(cat, tids)])
+    print(f'{name}: fitted on {len(dids)} dev items, scored on {len(tids)} test items')
+    out = {}
+    for dim in DIMS:
+        y = np.array([labels[i][1][dim] for i in dids]); yt = np.array([binof(labels[i][1][dim]) for i in tids])
+        pred, lo, hi = fit(X, y); pb = binned(pred(Xt), lo, hi)
+        print_test_figures(f'{name} {dim}', yt, pb, lang, np.array([binof(s) for s in y]))
+        out[dim] = (tids, pb == yt)
+        if dim == 'faithfulness':
+            ridx = np.where(rv)[0]
+            pc = binned(pred(np.array([TH[tids[k]] for k in ridx])), lo, hi)
+            print(f'  control on {len(ridx)} rule-violation items: full {(pb[ridx] == yt[ridx]).mean():.3f} header-only {(pc == yt[ridx]).mean():.3f}')
+    return out
 
 
 if sys.argv[1] == 'dev':
-    dev_compare(examples(sys.argv[4]), examples(sys.argv[5]), 'W')
+    dev_compare(probe_v1(sys.argv[2]), probe_v1(sys.argv[3]), examples(sys.argv[4]), examples(sys.argv[5]), 'W')
 elif sys.argv[1] == 'native':
-    N = examples(sys.argv[4])
-    ids, F = dev_compare(N, examples(sys.argv[5]), 'N')
+    F, N = probe_v1(sys.argv[2]), examples(sys.argv[4])
+    ids = dev_compare(F, probe_v1(sys.argv[3]), N, examples(sys.argv[5]), 'N')
     en = [i for i in ids if labels[i][0]['lang'] == 'en']
     if en:
         d = max(float(np.abs(N[i] - F[i]).max()) for i in en)
         cos = min(float(N[i] @ F[i] / np.linalg.norm(N[i]) / np.linalg.norm(F[i])) for i in en)
         print(f'English items (same prompt in N and F): largest difference {d:.4f}, lowest cosine {cos:.5f}')
+elif sys.argv[1] == 'test':
+    test_figures('W', examples(sys.argv[2]), examples(sys.argv[3]), examples(sys.argv[4]))
+elif sys.argv[1] == 'samefit':
+    F = probe_v1(sys.argv[2]); Wd = examples(sys.argv[3])
+    Fd = {i: F[i] for i in Wd if i in F}
+    f = test_figures('F same fit', Fd, examples(sys.argv[4]), examples(sys.argv[5]))
+    w = test_figures('W', Wd, examples(sys.argv[6]), examples(sys.argv[7]))
+    g = {}
+    for dim in DIMS:
+        assert f[dim][0] == w[dim][0], 'the two test readings hold different items'
+        d = w[dim][1].astype(float) - f[dim][1].astype(float)
+        lo, hi = bootstrap_ci(d); g[dim] = d.mean()
+        print(f'W - F (same fit) {dim}: {d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] paired bootstrap')
+    worth = any(g[x] >= 0.02 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
+    print('W worth a project scorer:', worth)
 else:
-    def test_figures(name, D, T, TH):
-        """Fit on D's dev items, score once on T's test items (TH: the header-only control);
-        the test bins per dimension."""
-        dids = sorted(i for i in D if labels[i][0]['split'] == 'dev')
-        tids = sorted(i for i in T if labels[i][0]['split'] == 'test')
-        X = np.array([D[i] for i in dids]); Xt = np.array([T[i] for i in tids])
-        lang = np.array([labels[i][0]['lang'] for i in tids]); cat = np.array([labels[i][0]['category'] for i in tids])
-        rv = np.array([c == 'rule_violation' and i in TH for c, i in zip(cat, tids)])
-        print(f'{name}: fitted on {len(dids)} dev items, scored on {len(tids)} test items')
-        out = {}
-        for dim in DIMS:
-            y = np.array([labels[i][1][dim] for i in dids]); yt = np.array([binof(labels[i][1][dim]) for i in tids])
-            pred, lo, hi = fit(X, y); pb = binned(pred(Xt), lo, hi)
-            print_test_figures(f'{name} {dim}', yt, pb, lang, np.array([binof(s) for s in y]))
-            out[dim] = (tids, pb == yt)
-            if dim == 'faithfulness':
-                ridx = np.where(rv)[0]
-                pc = binned(pred(np.array([TH[tids[k]] for k in ridx])), lo, hi)
-                print(f'  control on {len(ridx)} rule-violation items: full {(pb[ridx] == yt[ridx]).mean():.3f} header-only {(pc == yt[ridx]).mean():.3f}')
-        return out
-
-    if sys.argv[1] == 'test':
-        test_figures('W', examples(sys.argv[2]), examples(sys.argv[3]), examples(sys.argv[4]))
-    elif sys.argv[1] == 'samefit':
-        F = probe_v1(sys.argv[2]); Wd = examples(sys.argv[3])
-        Fd = {i: F[i] for i in Wd if i in F}
-        f = test_figures('F same fit', Fd, examples(sys.argv[4]), examples(sys.argv[5]))
-        w = test_figures('W', Wd, examples(sys.argv[6]), examples(sys.argv[7]))
-        g = {}
-        for dim in DIMS:
-            assert f[dim][0] == w[dim][0], 'the two test readings hold different items'
-            d = w[dim][1].astype(float) - f[dim][1].astype(float)
-            rng = np.random.RandomState(7)
-            boot = [d[rng.randint(0, len(d), len(d))].mean() for _ in range(2000)]
-            g[dim] = d.mean()
-            print(f'W - F (same fit) {dim}: {d.mean():+.3f} [{np.percentile(boot, 2.5):+.3f}, {np.percentile(boot, 97.5):+.3f}] paired bootstrap')
-        worth = any(g[x] >= 0.02 and g[z] >= -0.01 for x, z in [DIMS, DIMS[::-1]])
-        print('W worth a project scorer:', worth)
-    else:
-        sys.exit('usage: probe_examples.py dev|native|test|samefit FILES...')
+    sys.exit('usage: probe_examples.py dev|native|test|samefit FILES...')
